@@ -1,0 +1,96 @@
+// Reading GGUF v3 files (and v2, which differs only in nothing we rely on).
+//
+// Layout (all little-endian):
+//   uint32 magic "GGUF" | uint32 version | uint64 n_tensors | uint64 n_kv
+//   n_kv x { string key | uint32 value_type | value }
+//       string = uint64 length + bytes (not NUL-terminated)
+//       array  = uint32 element_type | uint64 count | count x element
+//   n_tensors x { string name | uint32 n_dims | n_dims x uint64 ne (innermost first)
+//                 | uint32 ggml_type | uint64 offset (relative to the data section) }
+//   padding to `general.alignment` (default 32) | data section (each tensor aligned likewise)
+//
+// Thread-safety: a GgufFile is immutable after open()/parse(); concurrent reads are safe.
+#pragma once
+
+#include <strata/status.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::gguf {
+
+enum class ValueType : uint32_t {
+  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
+  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+};
+std::string_view value_type_name(ValueType type);
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;  // ggml "ne": shape[0] is the row length (innermost)
+  uint32_t type_id = 0;        // ggml type id (tensor_types.h)
+  uint64_t offset = 0;         // from the start of the file (data section offset added)
+  uint64_t n_bytes = 0;
+  int64_t n_elements() const;
+};
+
+class MetadataValue;  // defined in gguf_file.cpp
+
+class GgufFile {
+ public:
+  // Maps the file read-only and parses and validates it. Errors name the file.
+  static Result<std::shared_ptr<const GgufFile>> open(const std::string& path);
+  // Parses an in-memory image (fuzzing, tests); `name` is used in error messages.
+  // The bytes must outlive the returned file.
+  static Result<std::shared_ptr<const GgufFile>> parse(std::span<const uint8_t> bytes,
+                                                       std::string name);
+  ~GgufFile();
+
+  const std::string& name() const { return name_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }
+  uint64_t file_size() const { return bytes_.size(); }
+  // The whole file image (mapped or in memory).
+  std::span<const uint8_t> bytes() const { return bytes_; }
+
+  // Metadata. Typed getters accept any integer width/signedness that fits (llama.cpp's writers
+  // are not consistent about u32 vs i32), and f32 or f64 for floats. Errors name the file
+  // and the key: "m.gguf: key qwen3moe.block_count: expected an integer, found string".
+  bool has(std::string_view key) const;
+  std::vector<std::string> keys() const;  // in file order
+  Result<ValueType> type_of(std::string_view key) const;
+  Result<uint64_t> get_uint(std::string_view key) const;
+  Result<int64_t> get_int(std::string_view key) const;
+  Result<double> get_float(std::string_view key) const;
+  Result<bool> get_bool(std::string_view key) const;
+  Result<std::string> get_string(std::string_view key) const;
+  Result<std::vector<std::string>> get_string_array(std::string_view key) const;
+  Result<std::vector<int64_t>> get_int_array(std::string_view key) const;
+  Result<std::vector<float>> get_float_array(std::string_view key) const;
+  // Human-readable rendering of one value (arrays abbreviated), for `strata inspect`.
+  std::string describe(std::string_view key) const;
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;  // nullptr if absent
+  const uint8_t* tensor_data(const TensorInfo& tensor) const { return bytes_.data() + tensor.offset; }
+
+ private:
+  GgufFile() = default;
+  friend class Parser;
+
+  std::string name_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::span<const uint8_t> bytes_;
+  std::shared_ptr<void> mapping_;  // owns the mmap when opened from a path
+  std::vector<std::pair<std::string, std::unique_ptr<MetadataValue>>> metadata_;
+  std::vector<TensorInfo> tensors_;
+};
+
+}  // namespace strata::gguf

@@ -1,0 +1,21 @@
+// The ggml tensor type ids a GGUF file may name, with each type's block geometry: a row of
+// `n` elements of a type occupies n / block_size * type_size bytes. Part of the file format, so
+// it lives here; quant/ implements the arithmetic of the types Strata computes with.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace strata::gguf {
+
+struct TensorTypeInfo {
+  uint32_t id;
+  std::string_view name;
+  int64_t block_size;  // elements per block
+  int64_t type_size;   // bytes per block
+};
+
+// nullptr for ids the format does not define (or has retired).
+const TensorTypeInfo* find_tensor_type(uint32_t id);
+
+}  // namespace strata::gguf

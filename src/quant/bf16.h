@@ -1,0 +1,18 @@
+// BF16: bfloat16; activations are converted to BF16 for its dot products, summed in F32.
+#pragma once
+
+#include "base/fp16.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata {
+
+void dequantize_row_bf16(const void* blocks, float* out, int64_t n);
+void quantize_row_bf16(const float* in, void* blocks, int64_t n);
+void vec_dot_bf16_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                         float* out);
+void vec_dot_bf16_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                       float* out);
+
+}  // namespace strata

@@ -1,0 +1,19 @@
+// F16: IEEE half floats; activations are converted to F16 for its dot products (as ggml does),
+// products are summed in F32.
+#pragma once
+
+#include "base/fp16.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata {
+
+void dequantize_row_f16(const void* blocks, float* out, int64_t n);
+void quantize_row_f16(const float* in, void* blocks, int64_t n);
+void vec_dot_f16_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                        float* out);
+void vec_dot_f16_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                      float* out);
+
+}  // namespace strata

@@ -1,0 +1,25 @@
+// Q4_1: 32 weights per block, 4-bit quants with an fp16 scale and minimum ("type-1").
+#pragma once
+
+#include "base/fp16.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata {
+
+struct BlockQ4_1 {
+  fp16_t d;        // scale
+  fp16_t m;        // minimum
+  uint8_t qs[16];  // weight j low nibble of qs[j], weight j + 16 high nibble; w = nibble * d + m
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+void dequantize_row_q4_1(const void* blocks, float* out, int64_t n);
+void quantize_row_q4_1(const float* in, void* blocks, int64_t n);
+void vec_dot_q4_1_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                         float* out);
+void vec_dot_q4_1_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                       float* out);
+
+}  // namespace strata

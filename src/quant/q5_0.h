@@ -1,0 +1,25 @@
+// Q5_0: 32 weights per block, 5-bit quants, one fp16 scale.
+#pragma once
+
+#include "base/fp16.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata {
+
+struct BlockQ5_0 {
+  fp16_t d;        // scale
+  uint8_t qh[4];   // bit j of this little-endian uint32 is bit 4 of weight j's quant
+  uint8_t qs[16];  // low 4 bits: weight j low nibble of qs[j], weight j + 16 high nibble
+};                 // weight = (quant - 16) * d
+static_assert(sizeof(BlockQ5_0) == 22);
+
+void dequantize_row_q5_0(const void* blocks, float* out, int64_t n);
+void quantize_row_q5_0(const float* in, void* blocks, int64_t n);
+void vec_dot_q5_0_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                         float* out);
+void vec_dot_q5_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                       float* out);
+
+}  // namespace strata
