@@ -9,6 +9,14 @@
 //                 | uint32 ggml_type | uint64 offset (relative to the data section) }
 //   padding to `general.alignment` (default 32) | data section (each tensor aligned likewise)
 //
+// Validation (every failure is one line "<file>: <problem>"): magic, version 2 or 3, every
+// length checked against the bytes left before anything is allocated, value types 0..12,
+// arrays of arrays refused (ggml refuses them too), no duplicate keys, general.alignment a
+// non-zero power of two, tensors with 1..4 dims, no negative dims, element counts that fit
+// int64, known type ids, row lengths a multiple of the type's block size, offsets aligned, data
+// inside the file, no duplicate names, no two tensors overlapping. Bools decode any non-zero
+// byte as true. File-supplied names in messages have control and non-ASCII bytes escaped.
+//
 // Thread-safety: a GgufFile is immutable after open()/parse(); concurrent reads are safe.
 #pragma once
 
@@ -19,13 +27,25 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace strata::gguf {
 
 enum class ValueType : uint32_t {
-  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
 };
 std::string_view value_type_name(ValueType type);
 
@@ -53,6 +73,8 @@ class GgufFile {
   const std::string& name() const { return name_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
+  // Where the data section starts: the end of the tensor infos rounded up to the alignment.
+  // Files without tensors (vocab-only files) may end before it, so it can exceed file_size().
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return bytes_.size(); }
   // The whole file image (mapped or in memory).
@@ -77,11 +99,18 @@ class GgufFile {
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;  // nullptr if absent
-  const uint8_t* tensor_data(const TensorInfo& tensor) const { return bytes_.data() + tensor.offset; }
+  const uint8_t* tensor_data(const TensorInfo& tensor) const {
+    return bytes_.data() + tensor.offset;
+  }
 
  private:
   GgufFile() = default;
   friend class Parser;
+  const MetadataValue* find_value(std::string_view key) const;
+  // The value of `key` if `accepts` it, else an error saying `expected` and what was found.
+  Result<const MetadataValue*> lookup(std::string_view key, bool (*accepts)(const MetadataValue&),
+                                      std::string_view expected) const;
+  Status key_error(std::string_view key, std::string_view problem) const;
 
   std::string name_;
   uint32_t version_ = 0;
@@ -91,6 +120,7 @@ class GgufFile {
   std::shared_ptr<void> mapping_;  // owns the mmap when opened from a path
   std::vector<std::pair<std::string, std::unique_ptr<MetadataValue>>> metadata_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string_view, size_t> tensor_index_;  // views of tensors_[i].name
 };
 
 }  // namespace strata::gguf
