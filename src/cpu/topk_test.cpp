@@ -1,0 +1,31 @@
+#include "cpu/topk.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace strata {
+namespace {
+
+TEST(TopK, MatchesStableSortOnRandomInputsWithTies) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int n = 1 + int(rng() % 200);
+    const int k = 1 + int(rng() % std::min(n, 16));
+    std::vector<float> values(size_t(n));
+    for (auto& v : values) v = float(int(rng() % 20)) * 0.5f;  // many ties
+    std::vector<int32_t> expected(size_t(n));
+    std::iota(expected.begin(), expected.end(), 0);
+    std::stable_sort(expected.begin(), expected.end(),
+                     [&](int32_t a, int32_t b) { return values[a] > values[b]; });
+    std::vector<int32_t> got(size_t(k));
+    top_k(values.data(), n, k, got.data());
+    for (int i = 0; i < k; ++i) ASSERT_EQ(got[i], expected[i]) << "trial " << trial << " i " << i;
+  }
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,29 @@
+// The attention KV cache of one session: F32 keys and (transposed) values for every layer,
+// n_ctx positions (cpu/attention.h has the layout).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cpu/attention.h"
+#include "model/model_config.h"
+
+namespace strata {
+
+class KvCache {
+ public:
+  KvCache(const ModelConfig& config, int64_t n_ctx);
+
+  int64_t n_ctx() const { return n_ctx_; }
+  LayerKvView layer(int64_t index);
+  static uint64_t bytes_for(const ModelConfig& config, int64_t n_ctx);
+
+ private:
+  int64_t n_ctx_;
+  int64_t n_head_kv_;
+  int64_t head_dim_;
+  int64_t layer_floats_;  // keys or values of one layer
+  std::vector<float> keys_, values_;
+};
+
+}  // namespace strata

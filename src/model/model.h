@@ -1,0 +1,35 @@
+// A loaded model: the file, its hyper-parameters and its bound weights. Immutable after load;
+// sessions share it.
+#pragma once
+
+#include <strata/status.h>
+
+#include <memory>
+
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+
+namespace strata {
+
+class Model {
+ public:
+  // Binds the file's tensors for its architecture. Errors name the file and the problem
+  // (unknown architecture, missing key or tensor, a shape that disagrees with the
+  // hyper-parameters, a tensor format Strata cannot compute with).
+  static Result<std::shared_ptr<const Model>> load(std::shared_ptr<const gguf::GgufFile> file);
+
+  const gguf::GgufFile& file() const { return *file_; }
+  std::shared_ptr<const gguf::GgufFile> shared_file() const { return file_; }
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  // Bytes of everything but the routed experts (what must stay resident).
+  uint64_t dense_bytes() const;
+
+ private:
+  std::shared_ptr<const gguf::GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+};
+
+}  // namespace strata

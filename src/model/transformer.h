@@ -1,0 +1,73 @@
+// The forward pass shared by the MoE architectures (DESIGN.md §2), for a batch of consecutive
+// tokens of one sequence: one token in decode, a chunk of the prompt in prefill.
+//
+//   h = embed(token)
+//   per layer:  h += o · attention(rope(norm_qk(q,k)), v)  of  x = rms_norm(h)
+//               x  = rms_norm(h); picks = top_k(softmax(router · x))
+//               h += sum_k w_k · down_k(silu(gate_k x) * up_k x)  [+ sigmoid(g · x) shared(x)]
+//   logits = output · rms_norm(h)
+//
+// Routed experts are reached only through the ExpertStore. Per batch and layer the tokens
+// routed to each expert are gathered and multiplied as one GEMM, each expert acquired once.
+#pragma once
+
+#include <strata/status.h>
+
+#include <array>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "cpu/attention.h"
+#include "cpu/matmul.h"
+#include "cpu/thread_pool.h"
+#include "experts/expert_store.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace strata {
+
+// Called once per layer and token with the chosen experts, best first.
+using RouteObserver = std::function<void(int layer, int64_t token_index, std::span<const int32_t>)>;
+
+class Transformer {
+ public:
+  Transformer(std::shared_ptr<const Model> model, ExpertStore& experts, ThreadPool& pool);
+
+  // Runs tokens at positions [pos0, pos0 + n), appending their keys and values to `cache`.
+  // logits receives [n][n_vocab] rows if all_logits, else only the last token's row.
+  Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& cache, bool all_logits,
+                 std::vector<float>& logits);
+
+  void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
+  const Model& model() const { return *model_; }
+
+ private:
+  void attention_block(int layer, int64_t n_tokens, int64_t pos0, KvCache& cache);
+  Status moe_block(int layer, int64_t n_tokens);
+  void route(int layer, int64_t n_tokens);
+  void shared_expert(const LayerWeights& weights, int64_t n_tokens);
+  // x [n_rows][n_in] converted to `type`, cached per type until invalidate_converted().
+  const ConvertedRows& converted(const float* x, int64_t n_rows, int64_t n_in, QuantType type);
+  void invalidate_converted();
+
+  std::shared_ptr<const Model> model_;
+  const ModelConfig& config_;
+  ExpertStore& experts_;
+  ThreadPool& pool_;
+  RouteObserver route_observer_;
+
+  // Scratch, sized for the largest batch seen.
+  std::vector<float> hidden_, normed_, q_, k_, v_, attn_out_, projected_;
+  std::vector<float> router_logits_, moe_out_;
+  std::vector<int32_t> picks_;                       // [n_tokens][n_expert_used]
+  std::vector<float> pick_weights_;                  // [n_tokens][n_expert_used]
+  std::vector<float> gate_out_, up_out_, down_out_;  // [routed rows][...]
+  std::vector<float> shared_gate_out_, shared_up_out_, shared_down_out_, shared_scale_;
+  std::array<ConvertedRows, 32> converted_;  // indexed by QuantType id
+  std::array<bool, 32> converted_valid_{};
+  ConvertedRows gathered_gate_, gathered_up_, scratch_rows_;
+  AttentionScratch attention_scratch_;
+};
+
+}  // namespace strata
