@@ -24,6 +24,7 @@ class MetadataValue {
   ValueType element_type = ValueType::kUint8;  // arrays only
   uint64_t count = 0;                          // arrays: number of elements
   std::span<const uint8_t> payload;            // scalar bytes, string bytes, or all array elements
+  std::span<const uint8_t> encoded;            // as stored: uint32 value_type, then the value
 };
 
 namespace {
@@ -234,6 +235,33 @@ std::string_view value_type_name(ValueType type) {
   return "unknown";
 }
 
+Result<uint64_t> tensor_n_bytes(std::span<const int64_t> shape, uint32_t type_id) {
+  const TensorTypeInfo* type = find_tensor_type(type_id);
+  if (type == nullptr) return Status::errorf("unknown tensor type {}", type_id);
+  if (shape.empty() || shape.size() > size_t(kMaxDims)) {
+    return Status::errorf("{} dimensions, expected 1 to {}", shape.size(), kMaxDims);
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0) return Status::errorf("dimension {} is negative ({})", d, shape[d]);
+  }
+  if (shape[0] % type->block_size != 0) {
+    return Status::errorf("row length {} is not a multiple of the {} block size {}", shape[0],
+                          type->name, type->block_size);
+  }
+  int64_t n_elements = 1;
+  int64_t n_bytes = 0;
+  bool overflow = __builtin_mul_overflow(shape[0] / type->block_size, type->type_size, &n_bytes);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    overflow |= __builtin_mul_overflow(n_elements, shape[d], &n_elements);
+    if (d > 0) overflow |= __builtin_mul_overflow(n_bytes, shape[d], &n_bytes);
+  }
+  if (overflow) {
+    return Status::errorf("shape [{}] has more elements or bytes than fit in int64",
+                          fmt::join(shape, ", "));
+  }
+  return uint64_t(n_bytes);
+}
+
 int64_t TensorInfo::n_elements() const {
   int64_t n = 1;
   for (const int64_t dim : shape) n *= dim;
@@ -263,7 +291,6 @@ class Parser {
   Status parse_alignment();
   Status parse_tensor_infos();
   Result<TensorInfo> parse_tensor_info();
-  Status size_tensor(TensorInfo& tensor, uint32_t type_id);
   Status place_tensors();
 
   GgufFile& file_;
@@ -309,9 +336,11 @@ Status Parser::parse_metadata() {
     STRATA_ASSIGN_OR_RETURN(const std::string_view key,
                             cursor_.read_string(fmt::format("key {}", i)));
     if (!seen.insert(key).second) return Status::errorf("duplicate key {}", printable(key));
+    const uint64_t start = cursor_.pos();
     STRATA_ASSIGN_OR_RETURN(const uint32_t raw_type, cursor_.read<uint32_t>(fmt::format(
                                                          "the type of key {}", printable(key))));
     STRATA_ASSIGN_OR_RETURN(MetadataValue value, parse_value(key, raw_type));
+    value.encoded = file_.bytes_.subspan(start, cursor_.pos() - start);
     file_.metadata_.emplace_back(std::string(key), std::make_unique<MetadataValue>(value));
   }
   return Status();
@@ -415,38 +444,15 @@ Result<TensorInfo> Parser::parse_tensor_info() {
   }
   for (uint32_t d = 0; d < n_dims; ++d) {
     STRATA_ASSIGN_OR_RETURN(const int64_t dim, cursor_.read<int64_t>(label));
-    if (dim < 0) return Status::errorf("{}: dimension {} is negative ({})", label, d, dim);
     tensor.shape.push_back(dim);
   }
   STRATA_ASSIGN_OR_RETURN(const uint32_t type_id, cursor_.read<uint32_t>(label));
   STRATA_ASSIGN_OR_RETURN(tensor.offset, cursor_.read<uint64_t>(label));
-  STRATA_RETURN_IF_ERROR(size_tensor(tensor, type_id).with_prefix(label));
-  return tensor;
-}
-
-// Checks the type and shape and computes n_bytes, refusing anything that overflows.
-Status Parser::size_tensor(TensorInfo& tensor, uint32_t type_id) {
-  const TensorTypeInfo* type = find_tensor_type(type_id);
-  if (type == nullptr) return Status::errorf("unknown tensor type {}", type_id);
   tensor.type_id = type_id;
-  if (tensor.shape[0] % type->block_size != 0) {
-    return Status::errorf("row length {} is not a multiple of the {} block size {}",
-                          tensor.shape[0], type->name, type->block_size);
-  }
-  int64_t n_elements = 1;
-  int64_t n_bytes = 0;
-  bool overflow =
-      __builtin_mul_overflow(tensor.shape[0] / type->block_size, type->type_size, &n_bytes);
-  for (size_t d = 0; d < tensor.shape.size(); ++d) {
-    overflow |= __builtin_mul_overflow(n_elements, tensor.shape[d], &n_elements);
-    if (d > 0) overflow |= __builtin_mul_overflow(n_bytes, tensor.shape[d], &n_bytes);
-  }
-  if (overflow) {
-    return Status::errorf("shape [{}] has more elements or bytes than fit in int64",
-                          fmt::join(tensor.shape, ", "));
-  }
-  tensor.n_bytes = uint64_t(n_bytes);
-  return Status();
+  const auto n_bytes = tensor_n_bytes(tensor.shape, type_id);
+  if (!n_bytes.ok()) return n_bytes.status().with_prefix(label);
+  tensor.n_bytes = n_bytes.value();
+  return tensor;
 }
 
 // Turns relative offsets absolute and checks alignment, bounds and overlap.
@@ -562,6 +568,12 @@ std::string_view as_text(std::span<const uint8_t> bytes) {
 }
 
 }  // namespace
+
+Result<std::span<const uint8_t>> GgufFile::raw_value(std::string_view key) const {
+  const MetadataValue* value = find_value(key);
+  if (value == nullptr) return key_error(key, "missing");
+  return value->encoded;
+}
 
 Result<uint64_t> GgufFile::get_uint(std::string_view key) const {
   STRATA_ASSIGN_OR_RETURN(const MetadataValue* value,

@@ -58,6 +58,11 @@ struct TensorInfo {
   int64_t n_elements() const;
 };
 
+// Bytes of a tensor of `shape` (ggml ne) and ggml type `type_id`, or why no GGUF file may hold
+// it: unknown type, not 1..4 dims, a negative dim, a row length that is not a multiple of the
+// type's block size, or a size that overflows int64. Errors carry no file name.
+Result<uint64_t> tensor_n_bytes(std::span<const int64_t> shape, uint32_t type_id);
+
 class MetadataValue;  // defined in gguf_file.cpp
 
 class GgufFile {
@@ -94,6 +99,9 @@ class GgufFile {
   Result<std::vector<std::string>> get_string_array(std::string_view key) const;
   Result<std::vector<int64_t>> get_int_array(std::string_view key) const;
   Result<std::vector<float>> get_float_array(std::string_view key) const;
+  // The value exactly as the file stores it (its uint32 value_type, then the value), for
+  // copying it into another file unchanged (GgufWriter::copy_metadata).
+  Result<std::span<const uint8_t>> raw_value(std::string_view key) const;
   // Human-readable rendering of one value (arrays abbreviated), for `strata inspect`.
   std::string describe(std::string_view key) const;
 
