@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <unordered_set>
 
 namespace strata::gguf {
@@ -35,6 +36,10 @@ constexpr int kMaxDims = 4;
 // Smallest possible encodings, for refusing counts the remaining bytes cannot hold.
 constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;            // empty key, type, one-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, one dim, type, offset
+// Real models have under a hundred keys and a few thousand tensors. The caps bound what a crafted
+// file can make the parser allocate (about 100 bytes per entry) to ~100 MiB whatever its size.
+constexpr uint64_t kMaxKeys = uint64_t(1) << 20;
+constexpr uint64_t kMaxTensors = uint64_t(1) << 20;
 constexpr size_t kMaxQuotedBytes = 80;
 constexpr uint64_t kDescribeElements = 8;
 
@@ -161,6 +166,17 @@ std::string describe_element(ValueType type, const uint8_t* p) {
   return *p ? "true" : "false";
 }
 
+// What a read was for, in error messages: text, or a callable that makes the text, so the
+// common path never formats anything.
+template <class What>
+std::string what_text(const What& what) {
+  if constexpr (std::is_invocable_v<What>) {
+    return what();
+  } else {
+    return std::string(what);
+  }
+}
+
 // Bounds-checked little-endian cursor over the file image.
 class Cursor {
  public:
@@ -170,26 +186,28 @@ class Cursor {
   uint64_t left() const { return bytes_.size() - pos_; }
   const uint8_t* here() const { return bytes_.data() + pos_; }
 
-  Status need(uint64_t n, std::string_view what) const {
+  template <class What>
+  Status need(uint64_t n, const What& what) const {
     if (n <= left()) return Status();
-    return Status::errorf("truncated at offset {}: {} needs {} bytes, {} left", pos_, what, n,
-                          left());
+    return Status::errorf("truncated at offset {}: {} needs {} bytes, {} left", pos_,
+                          what_text(what), n, left());
   }
   void skip(uint64_t n) { pos_ += n; }
 
-  template <class T>
-  Result<T> read(std::string_view what) {
+  template <class T, class What>
+  Result<T> read(const What& what) {
     STRATA_RETURN_IF_ERROR(need(sizeof(T), what));
     const T value = load<T>(here());
     pos_ += sizeof(T);
     return value;
   }
 
-  Result<std::string_view> read_string(std::string_view what) {
+  template <class What>
+  Result<std::string_view> read_string(const What& what) {
     STRATA_ASSIGN_OR_RETURN(const uint64_t length, read<uint64_t>(what));
     if (length > left()) {
-      return Status::errorf("truncated at offset {}: {} of {} bytes, {} left", pos_ - 8, what,
-                            length, left());
+      return Status::errorf("truncated at offset {}: {} of {} bytes, {} left", pos_ - 8,
+                            what_text(what), length, left());
     }
     const std::string_view text(reinterpret_cast<const char*>(here()), length);
     pos_ += length;
@@ -326,19 +344,23 @@ Status Parser::parse_header() {
     return Status::errorf("header claims {} tensors, more than the {} bytes after it hold",
                           n_tensors_, cursor_.left());
   }
+  if (n_kv_ > kMaxKeys || n_tensors_ > kMaxTensors) {
+    return Status::errorf("header claims {} metadata entries and {} tensors; the limit is {} each",
+                          n_kv_, n_tensors_, kMaxKeys);
+  }
   return Status();
 }
 
 Status Parser::parse_metadata() {
   std::unordered_set<std::string_view> seen;
-  file_.metadata_.reserve(n_kv_);  // bounded by the file size above
   for (uint64_t i = 0; i < n_kv_; ++i) {
     STRATA_ASSIGN_OR_RETURN(const std::string_view key,
-                            cursor_.read_string(fmt::format("key {}", i)));
+                            cursor_.read_string([i] { return fmt::format("key {}", i); }));
     if (!seen.insert(key).second) return Status::errorf("duplicate key {}", printable(key));
     const uint64_t start = cursor_.pos();
-    STRATA_ASSIGN_OR_RETURN(const uint32_t raw_type, cursor_.read<uint32_t>(fmt::format(
-                                                         "the type of key {}", printable(key))));
+    STRATA_ASSIGN_OR_RETURN(const uint32_t raw_type, cursor_.read<uint32_t>([key] {
+      return fmt::format("the type of key {}", printable(key));
+    }));
     STRATA_ASSIGN_OR_RETURN(MetadataValue value, parse_value(key, raw_type));
     value.encoded = file_.bytes_.subspan(start, cursor_.pos() - start);
     file_.metadata_.emplace_back(std::string(key), std::make_unique<MetadataValue>(value));
@@ -352,7 +374,7 @@ Result<MetadataValue> Parser::parse_value(std::string_view key, uint32_t raw_typ
   }
   MetadataValue value;
   value.type = ValueType(raw_type);
-  const std::string what = fmt::format("the value of key {}", printable(key));
+  const auto what = [key] { return fmt::format("the value of key {}", printable(key)); };
   if (value.type == ValueType::kString) {
     STRATA_ASSIGN_OR_RETURN(const std::string_view text, cursor_.read_string(what));
     value.payload = {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
@@ -368,7 +390,7 @@ Result<MetadataValue> Parser::parse_value(std::string_view key, uint32_t raw_typ
 }
 
 Status Parser::parse_array(std::string_view key, MetadataValue& value) {
-  const std::string what = fmt::format("array {}", printable(key));
+  const auto what = [key] { return fmt::format("array {}", printable(key)); };
   STRATA_ASSIGN_OR_RETURN(const uint32_t raw_element, cursor_.read<uint32_t>(what));
   if (!is_valid_type(raw_element)) {
     return Status::errorf("key {}: unknown array element type {}", printable(key), raw_element);
@@ -419,7 +441,6 @@ Status Parser::parse_tensor_infos() {
         "header claims {} tensors, more than the {} bytes after the metadata hold", n_tensors_,
         cursor_.left());
   }
-  file_.tensors_.reserve(n_tensors_);
   for (uint64_t i = 0; i < n_tensors_; ++i) {
     STRATA_ASSIGN_OR_RETURN(TensorInfo tensor, parse_tensor_info());
     file_.tensors_.push_back(std::move(tensor));
@@ -437,10 +458,10 @@ Result<TensorInfo> Parser::parse_tensor_info() {
   TensorInfo tensor;
   STRATA_ASSIGN_OR_RETURN(const std::string_view name, cursor_.read_string("a tensor name"));
   tensor.name = std::string(name);
-  const std::string label = fmt::format("tensor {}", printable(name));
+  const auto label = [name] { return fmt::format("tensor {}", printable(name)); };
   STRATA_ASSIGN_OR_RETURN(const uint32_t n_dims, cursor_.read<uint32_t>(label));
   if (n_dims < 1 || n_dims > kMaxDims) {
-    return Status::errorf("{}: {} dimensions, expected 1 to {}", label, n_dims, kMaxDims);
+    return Status::errorf("{}: {} dimensions, expected 1 to {}", label(), n_dims, kMaxDims);
   }
   for (uint32_t d = 0; d < n_dims; ++d) {
     STRATA_ASSIGN_OR_RETURN(const int64_t dim, cursor_.read<int64_t>(label));
@@ -450,7 +471,7 @@ Result<TensorInfo> Parser::parse_tensor_info() {
   STRATA_ASSIGN_OR_RETURN(tensor.offset, cursor_.read<uint64_t>(label));
   tensor.type_id = type_id;
   const auto n_bytes = tensor_n_bytes(tensor.shape, type_id);
-  if (!n_bytes.ok()) return n_bytes.status().with_prefix(label);
+  if (!n_bytes.ok()) return n_bytes.status().with_prefix(label());
   tensor.n_bytes = n_bytes.value();
   return tensor;
 }
@@ -460,19 +481,19 @@ Status Parser::place_tensors() {
   const uint64_t file_size = file_.bytes_.size();
   std::vector<const TensorInfo*> by_offset;
   for (TensorInfo& tensor : file_.tensors_) {
-    const std::string label = fmt::format("tensor {}", printable(tensor.name));
+    const auto label = [&tensor] { return fmt::format("tensor {}", printable(tensor.name)); };
     if (tensor.offset % file_.alignment_ != 0) {
-      return Status::errorf("{}: offset {} is not a multiple of the alignment {}", label,
+      return Status::errorf("{}: offset {} is not a multiple of the alignment {}", label(),
                             tensor.offset, file_.alignment_);
     }
     uint64_t start = 0;
     uint64_t end = 0;
     if (__builtin_add_overflow(file_.data_offset_, tensor.offset, &start) ||
         __builtin_add_overflow(start, tensor.n_bytes, &end)) {
-      return Status::errorf("{}: offset {} is past end of file", label, tensor.offset);
+      return Status::errorf("{}: offset {} is past end of file", label(), tensor.offset);
     }
     if (end > file_size) {
-      return Status::errorf("{}: data ends {} bytes past end of file", label, end - file_size);
+      return Status::errorf("{}: data ends {} bytes past end of file", label(), end - file_size);
     }
     tensor.offset = start;
     if (tensor.n_bytes > 0) by_offset.push_back(&tensor);
