@@ -1,0 +1,311 @@
+// Properties every super-block weight format must have, checked for each one: dot products (scalar
+// reference and AVX2 kernel) against the exact dot product of the decoded values, column
+// independence, quantizer round trips and degenerate rows.
+#include "quant/iq4_xs.h"
+#include "quant/k_quant_test_util.h"
+#include "quant/q2_k.h"
+#include "quant/q3_k.h"
+#include "quant/q4_k.h"
+#include "quant/q5_k.h"
+#include "quant/q6_k.h"
+#include "quant/q8_k.h"
+#include "quant/quant_type.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+
+namespace strata {
+namespace {
+
+using namespace kquant_test;
+
+struct Format {
+  const char* name;
+  size_t block_bytes;
+  DequantizeRowFn dequantize;
+  QuantizeRowFn quantize;
+  VecDotFn scalar;
+  VecDotFn avx2;
+  RefWeight (*decode)(const uint8_t* block, int i);
+  std::vector<size_t> half_fields;  // byte offsets of the fp16 scales in a block
+  int levels;                       // quant levels per weight (2^bits)
+  // Round trip of N(0, 1) rows: RMS error / RMS value. Each bound is the format's measured
+  // value (in the comment) plus 5%: the searches are deterministic, so any change in them moves
+  // the error, and a wrong level or coded scale anywhere moves it far more.
+  double max_relative_rmse;
+};
+
+void PrintTo(const Format& format, std::ostream* os) { *os << format.name; }
+
+template <class Block, RefWeight (*kDecode)(const Block&, int)>
+RefWeight decode(const uint8_t* bytes, int i) {
+  Block block;
+  std::memcpy(&block, bytes, sizeof block);
+  return kDecode(block, i);
+}
+
+const Format kFormats[] = {
+    // Measured 0.2972: 4 levels over a 16-weight range (about 3.5 sigma / 3 = 1.2 per step,
+    // uniform rounding error 0.34; the fits, scored by absolute error, do better).
+    {"Q2_K",
+     sizeof(BlockQ2_K),
+     dequantize_row_q2_k,
+     quantize_row_q2_k,
+     vec_dot_q2_k_scalar,
+     vec_dot_q2_k_avx2,
+     decode<BlockQ2_K, ref_q2_k>,
+     {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)},
+     4,
+     0.312},
+    // Measured 0.1516: 8 levels, -4..3 steps, over 16-weight sub-blocks.
+    {"Q3_K",
+     sizeof(BlockQ3_K),
+     dequantize_row_q3_k,
+     quantize_row_q3_k,
+     vec_dot_q3_k_scalar,
+     vec_dot_q3_k_avx2,
+     decode<BlockQ3_K, ref_q3_k>,
+     {offsetof(BlockQ3_K, d)},
+     8,
+     0.159},
+    // Measured 0.0717: 16 levels over a 32-weight range (about 4.1 sigma / 15 = 0.27 per step,
+    // uniform rounding error step / sqrt(12) = 0.079; the least-squares fits do better).
+    {"Q4_K",
+     sizeof(BlockQ4_K),
+     dequantize_row_q4_k,
+     quantize_row_q4_k,
+     vec_dot_q4_k_scalar,
+     vec_dot_q4_k_avx2,
+     decode<BlockQ4_K, ref_q4_k>,
+     {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)},
+     16,
+     0.0753},
+    // Measured 0.0364: 32 levels, half the Q4_K step.
+    {"Q5_K",
+     sizeof(BlockQ5_K),
+     dequantize_row_q5_k,
+     quantize_row_q5_k,
+     vec_dot_q5_k_scalar,
+     vec_dot_q5_k_avx2,
+     decode<BlockQ5_K, ref_q5_k>,
+     {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)},
+     32,
+     0.0382},
+    // Measured 0.0178: 64 levels, -32..31 steps, over 16-weight sub-blocks.
+    {"Q6_K",
+     sizeof(BlockQ6_K),
+     dequantize_row_q6_k,
+     quantize_row_q6_k,
+     vec_dot_q6_k_scalar,
+     vec_dot_q6_k_avx2,
+     decode<BlockQ6_K, ref_q6_k>,
+     {offsetof(BlockQ6_K, d)},
+     64,
+     0.0187},
+    // Measured 0.0769: 16 non-linear levels, denser near zero where Gaussian weights crowd,
+    // with a 6-bit scale per 32 weights and no minimum (0.25 bit per weight less than Q4_K).
+    {"IQ4_XS",
+     sizeof(BlockIQ4_XS),
+     dequantize_row_iq4_xs,
+     quantize_row_iq4_xs,
+     vec_dot_iq4_xs_scalar,
+     vec_dot_iq4_xs_avx2,
+     decode<BlockIQ4_XS, ref_iq4_xs>,
+     {offsetof(BlockIQ4_XS, d)},
+     16,
+     0.0807},
+};
+
+bool cpu_has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+}
+
+// Random weight rows: random bytes hit every quant, scale and minimum code; the fp16 scales are
+// finite and of realistic size so that no block's terms swamp the others'.
+std::vector<uint8_t> random_weights(const Format& format, int64_t n_blocks, size_t offset,
+                                    std::mt19937& rng) {
+  std::vector<uint8_t> bytes(offset + size_t(n_blocks) * format.block_bytes);
+  fill_random_bytes(bytes.data(), bytes.size(), rng);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (size_t field : format.half_fields) {
+      const fp16_t half = random_scale_half(rng);
+      std::memcpy(&bytes[offset + size_t(b) * format.block_bytes + field], &half, 2);
+    }
+  }
+  return bytes;
+}
+
+// Q8_K columns of n activations each, column c at offset + c * stride.
+std::vector<uint8_t> random_columns(int64_t n, int n_cols, size_t offset, size_t stride,
+                                    std::mt19937& rng) {
+  std::vector<uint8_t> bytes(offset + size_t(n_cols) * stride);
+  fill_random_bytes(bytes.data(), bytes.size(), rng);  // the gaps between columns are garbage
+  for (int c = 0; c < n_cols; ++c)
+    quantize_row_q8_k(random_activations(n, rng).data(), &bytes[offset + size_t(c) * stride], n);
+  return bytes;
+}
+
+struct ExactDot {
+  double value;      // the dot product of the decoded weights and activations, exactly
+  double magnitude;  // sum of |terms|, what float rounding errors scale with
+};
+
+ExactDot exact_dot(const Format& format, const uint8_t* w, const uint8_t* x, int64_t n) {
+  ExactDot dot = {0, 0};
+  for (int64_t b = 0; b < n / 256; ++b) {
+    BlockQ8_K xb;
+    std::memcpy(&xb, x + b * sizeof(BlockQ8_K), sizeof xb);
+    for (int i = 0; i < 256; ++i) {
+      const RefWeight weight = format.decode(w + size_t(b) * format.block_bytes, i);
+      const double activation = double(xb.d) * xb.qs[i];
+      dot.value += (weight.scaled - weight.offset) * activation;
+      dot.magnitude +=
+          (std::fabs(weight.scaled) + std::fabs(weight.offset)) * std::fabs(activation);
+    }
+  }
+  return dot;
+}
+
+// Both kernels sum exact integers per super-block, then round a few times per super-block (the
+// fp16 * float scale product, the int -> float conversion, the product, the accumulation) and
+// once more per lane in the final sums: for the 32 super-blocks used here that is under 40
+// roundings of float epsilon (6e-8), about 2.4e-6 of the magnitude. A mis-decoded sub-block
+// (16 of 8192 terms) moves the result by about 1e-2 of the magnitude.
+constexpr double kDotRelativeTolerance = 5e-6;
+
+class KQuantFormat : public testing::TestWithParam<Format> {};
+
+void check_vec_dot(const Format& format, VecDotFn kernel, const char* kernel_name) {
+  std::mt19937 rng(1234);
+  for (int64_t n_blocks : {1, 2, 5, 32}) {
+    const int64_t n = 256 * n_blocks;
+    const size_t row_bytes = size_t(n_blocks) * sizeof(BlockQ8_K);
+    for (int n_cols = 1; n_cols <= 9; ++n_cols) {
+      // Misaligned weights (offset 1) and columns (offset 1, odd stride with a gap).
+      const auto w = random_weights(format, n_blocks, 1, rng);
+      const size_t stride = row_bytes + 37;
+      const auto x = random_columns(n, n_cols, 1, stride, rng);
+      std::vector<float> out(size_t(n_cols), -1.0f);
+      kernel(n, &w[1], &x[1], stride, n_cols, out.data());
+      for (int c = 0; c < n_cols; ++c) {
+        const ExactDot exact = exact_dot(format, &w[1], &x[1 + size_t(c) * stride], n);
+        EXPECT_NEAR(out[size_t(c)], exact.value, kDotRelativeTolerance * exact.magnitude)
+            << kernel_name << " n=" << n << " n_cols=" << n_cols << " column " << c;
+      }
+    }
+  }
+}
+
+TEST_P(KQuantFormat, ScalarDotMatchesExactDot) {
+  check_vec_dot(GetParam(), GetParam().scalar, "scalar");
+}
+
+TEST_P(KQuantFormat, Avx2DotMatchesExactDot) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C/BMI2; AVX2 kernel not run";
+  check_vec_dot(GetParam(), GetParam().avx2, "avx2");
+}
+
+// A column's result must not depend on the columns computed with it (batching for prefill must
+// not change a token's logits): column c inside a group of 7 equals column c alone, bit for bit.
+void check_column_independence(const Format& format, VecDotFn kernel) {
+  std::mt19937 rng(99);
+  const int64_t n_blocks = 8, n = 256 * n_blocks;
+  const size_t stride = size_t(n_blocks) * sizeof(BlockQ8_K);
+  const auto w = random_weights(format, n_blocks, 0, rng);
+  const auto x = random_columns(n, 7, 0, stride, rng);
+  float together[7];
+  kernel(n, w.data(), x.data(), stride, 7, together);
+  for (int c = 0; c < 7; ++c) {
+    float alone;
+    kernel(n, w.data(), &x[size_t(c) * stride], stride, 1, &alone);
+    EXPECT_EQ(float_bits(alone), float_bits(together[c])) << "column " << c;
+  }
+}
+
+TEST_P(KQuantFormat, ScalarColumnsAreIndependent) {
+  check_column_independence(GetParam(), GetParam().scalar);
+}
+
+TEST_P(KQuantFormat, Avx2ColumnsAreIndependent) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C/BMI2; AVX2 kernel not run";
+  check_column_independence(GetParam(), GetParam().avx2);
+}
+
+std::vector<float> round_trip(const Format& format, const std::vector<float>& x) {
+  std::vector<uint8_t> blocks(x.size() / 256 * format.block_bytes);
+  format.quantize(x.data(), blocks.data(), int64_t(x.size()));
+  std::vector<float> out(x.size());
+  format.dequantize(blocks.data(), out.data(), int64_t(x.size()));
+  return out;
+}
+
+TEST_P(KQuantFormat, RoundTripErrorOfGaussianRows) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(256 * 256);
+  for (float& v : x) v = normal(rng);
+  const auto out = round_trip(GetParam(), x);
+  double error2 = 0, value2 = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    error2 += double(out[i] - x[i]) * (out[i] - x[i]);
+    value2 += double(x[i]) * x[i];
+  }
+  const double relative_rmse = std::sqrt(error2 / value2);
+  EXPECT_LE(relative_rmse, GetParam().max_relative_rmse);
+  std::printf("%s relative RMSE %.4f\n", GetParam().name, relative_rmse);
+}
+
+TEST_P(KQuantFormat, AllZeroRowStaysZero) {
+  const std::vector<float> x(512, 0.0f);
+  for (float v : round_trip(GetParam(), x)) ASSERT_EQ(v, 0.0f);
+}
+
+// Constant rows are representable up to the fp16 rounding of the block scales (2^-11 relative,
+// at most two of them multiply into a weight). The values keep every fp16 scale normal: Q6_K's
+// d is about |value| / 4096, and a subnormal d has fewer significant bits (3e-3 comes back as
+// 2.93e-3 in Q6_K, which is the format, not an error).
+constexpr float kConstantRowRelativeError = 1e-3f;
+
+TEST_P(KQuantFormat, ConstantRowsComeBack) {
+  for (float value : {0.5f, -0.5f, 3.0f, -70.0f}) {
+    const std::vector<float> x(512, value);
+    for (float v : round_trip(GetParam(), x))
+      ASSERT_NEAR(v, value, kConstantRowRelativeError * std::fabs(value)) << value;
+  }
+}
+
+// One weight 1e4 times larger than the rest: it sets its super-block's scales, so it comes back
+// up to the scale roundings, and its neighbours (far below one step) cannot move by more than a
+// step of that super-block; the other super-block is unaffected.
+constexpr float kOutlierRelativeError = 1e-2f;
+
+TEST_P(KQuantFormat, OneOutlier) {
+  const Format& format = GetParam();
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 0.01f);
+  std::vector<float> x(512);
+  for (float& v : x) v = normal(rng);
+  x[77] = 100.0f;
+  const auto out = round_trip(format, x);
+  EXPECT_NEAR(out[77], 100.0f, 100.0f * kOutlierRelativeError);
+  const float step = 2 * 100.0f / float(format.levels - 1);
+  for (int i = 0; i < 256; ++i) ASSERT_LE(std::fabs(out[i] - x[i]), step) << i;
+  double error2 = 0, value2 = 0;
+  for (int i = 256; i < 512; ++i) {
+    error2 += double(out[i] - x[i]) * (out[i] - x[i]);
+    value2 += double(x[i]) * x[i];
+  }
+  EXPECT_LE(std::sqrt(error2 / value2), 1.3 * format.max_relative_rmse);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, KQuantFormat, testing::ValuesIn(kFormats),
+                         [](const testing::TestParamInfo<Format>& info) {
+                           return std::string(info.param.name);
+                         });
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,120 @@
+// Q4_K, super-block of 256 weights in 8 sub-blocks of 32 (144 bytes):
+//   bytes 0-1     d          fp16 scale of the sub-block scales
+//   bytes 2-3     dmin       fp16 scale of the sub-block minimums
+//   bytes 4-15    scales     8 6-bit scales sc[j] and 8 6-bit minimums m[j] (k_scales.h)
+//   bytes 16-143  qs[128]    4-bit quants, in 4 groups of 32 bytes: byte 32g + l holds weight
+//                            64g + l in its low nibble and weight 64g + 32 + l in its high one
+// weight i = (d * sc[j]) * q - dmin * m[j] with j = i / 32, q in [0, 15] ("type-1").
+#include "quant/q4_k.h"
+
+#include "quant/k_quant_common.h"
+#include "quant/k_scales.h"
+#include "quant/q8_k.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata {
+namespace {
+
+using kquant::kSuperBlock;
+
+int quant(const BlockQ4_K& block, int i) {
+  const uint8_t byte = block.qs[32 * (i / 64) + i % 32];
+  return i % 64 < 32 ? byte & 0x0f : byte >> 4;
+}
+
+}  // namespace
+
+// The float operations are ggml's dequantize_row_q4_K's, in its order, so results match bit for
+// bit: the products d * sc and dmin * m are rounded to float first.
+void dequantize_row_q4_k(const void* blocks, float* out, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const auto block = kquant::load<BlockQ4_K>(blocks, b);
+    const float d = fp16_to_fp32(block.d);
+    const float dmin = fp16_to_fp32(block.dmin);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      kquant::unpack_k_scale_min(block.scales, j, &sc, &m);
+      const float scale = d * sc;
+      const float min = dmin * m;
+      for (int i = 32 * j; i < 32 * j + 32; ++i)
+        out[b * kSuperBlock + i] = scale * quant(block, i) - min;
+    }
+  }
+}
+
+// ggml's quantize_row_q4_K_ref (what llama-quantize writes without an importance matrix): each
+// sub-block gets a weighted (scale, min) fit, weights rms(sub-block) + |x|; the largest scale and
+// minimum set d = max / 63 and dmin; the fits become 6-bit codes; then every weight is
+// re-rounded against the coded scale and minimum.
+void quantize_row_q4_k(const float* in, void* blocks, int64_t n) {
+  constexpr kquant::ScaleMinSearch kSearch = {-1.0f, 0.1f, 20, false};
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float* x = in + b * kSuperBlock;
+    uint8_t levels[kSuperBlock];
+    float scales[8], mins[8];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+      const float* xs = x + 32 * j;
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+      const float rms = std::sqrt(sum_x2 / 32);
+      float weights[32];
+      for (int l = 0; l < 32; ++l) weights[l] = rms + std::fabs(xs[l]);
+      scales[j] = kquant::search_scale_min(32, 15, xs, weights, kSearch, levels + 32 * j, &mins[j]);
+      if (scales[j] > max_scale) max_scale = scales[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    uint8_t scale_codes[8], min_codes[8];
+    for (int j = 0; j < 8; ++j) {
+      scale_codes[j] = std::min<uint8_t>(63, uint8_t(kquant::nearest_int(inv_scale * scales[j])));
+      min_codes[j] = std::min<uint8_t>(63, uint8_t(kquant::nearest_int(inv_min * mins[j])));
+    }
+    BlockQ4_K block;
+    kquant::pack_k_scales(scale_codes, min_codes, block.scales);
+    block.d = fp32_to_fp16(max_scale / 63.0f);
+    block.dmin = fp32_to_fp16(max_min / 63.0f);
+
+    for (int j = 0; j < 8; ++j) {
+      const float d = fp16_to_fp32(block.d) * scale_codes[j];
+      if (d == 0.0f) continue;  // keeps the fit's levels, as ggml does
+      const float dm = fp16_to_fp32(block.dmin) * min_codes[j];
+      for (int i = 32 * j; i < 32 * j + 32; ++i)
+        levels[i] = uint8_t(kquant::clamp_int(kquant::nearest_int((x[i] + dm) / d), 0, 15));
+    }
+    for (int g = 0; g < 4; ++g)
+      for (int l = 0; l < 32; ++l)
+        block.qs[32 * g + l] = uint8_t(levels[64 * g + l] | levels[64 * g + 32 + l] << 4);
+    kquant::store(blocks, b, block);
+  }
+}
+
+// Per super-block: exact integer sums sum_j sc[j] * (q . x_q) and sum_j m[j] * (activation sum
+// of sub-block j, from bsums), then scaled once in float.
+void vec_dot_q4_k_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                         float* out) {
+  for (int c = 0; c < n_cols; ++c) {
+    const auto* column = static_cast<const uint8_t*>(x) + size_t(c) * x_stride;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+      const auto wb = kquant::load<BlockQ4_K>(w, b);
+      const auto xb = kquant::load<BlockQ8_K>(column, b);
+      uint8_t codes[16];
+      kquant::unpack_k_scales(wb.scales, codes);
+      int32_t scaled = 0, mins = 0;
+      for (int j = 0; j < 8; ++j) {
+        int32_t dot = 0;
+        for (int i = 32 * j; i < 32 * j + 32; ++i) dot += quant(wb, i) * xb.qs[i];
+        scaled += codes[j] * dot;
+        mins += codes[8 + j] * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+      }
+      sum += fp16_to_fp32(wb.d) * xb.d * float(scaled) - fp16_to_fp32(wb.dmin) * xb.d * float(mins);
+    }
+    out[c] = sum;
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,78 @@
+// AVX2 dot products of Q4_K weights with Q8_K activations (layout in q4_k.cpp). Each 32-byte
+// load of qs yields two sub-blocks (low and high nibbles) whose activations are the next 64 bytes
+// of Q8_K, in order, so no lane shuffling is needed; the minimum terms are
+// sum_j m[j] * (bsums[2j] + bsums[2j + 1]), one madd per super-block.
+#include "quant/k_quant_avx2.h"
+#include "quant/k_scales.h"
+#include "quant/q4_k.h"
+
+namespace strata {
+namespace {
+
+using namespace kquant::avx2;
+
+struct Q4KScales {
+  __m256i scales;  // sc[0..7] as i16, in both halves
+  __m256i mins;    // m[0], m[0], m[1], m[1], ..., m[7], m[7] as i16 (one per bsum)
+};
+
+Q4KScales decode_scales(const uint8_t* packed) {
+  uint8_t codes[16];
+  kquant::unpack_k_scales(packed, codes);
+  const __m128i bytes = load_128(codes);
+  return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes)),
+          _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes))};
+}
+
+template <int kCols>
+void dot_q4_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
+  __m256 acc[kCols];
+  for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
+
+  for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ4_K)) {
+    const Q4KScales scales = decode_scales(w + offsetof(BlockQ4_K, scales));
+    const uint8_t* qs = w + offsetof(BlockQ4_K, qs);
+    const uint8_t* xb[kCols];
+    __m256i sums[kCols];
+    for (int c = 0; c < kCols; ++c) {
+      xb[c] = x + c * x_stride + b * sizeof(BlockQ8_K);
+      sums[c] = _mm256_setzero_si256();
+    }
+    for (int g = 0; g < 4; ++g) {
+      const __m256i bits = load_256(qs + 32 * g);
+      const __m256i q_low = _mm256_and_si256(bits, low_nibbles);
+      const __m256i q_high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low_nibbles);
+      const __m256i scale_low = broadcast_i16(scales.scales, 2 * g);
+      const __m256i scale_high = broadcast_i16(scales.scales, 2 * g + 1);
+      for (int c = 0; c < kCols; ++c) {
+        const uint8_t* q8 = xb[c] + kQ8KQs + 64 * g;
+        const __m256i low = scaled_dot(q_low, q8, scale_low);
+        const __m256i high = scaled_dot(q_high, q8 + 32, scale_high);
+        sums[c] = _mm256_add_epi32(sums[c], _mm256_add_epi32(low, high));
+      }
+    }
+    const float d = load_fp16(w + offsetof(BlockQ4_K, d));
+    const float dmin = load_fp16(w + offsetof(BlockQ4_K, dmin));
+    for (int c = 0; c < kCols; ++c) {
+      const float xd = load_f32(xb[c]);
+      const __m256i mins = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), scales.mins);
+      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * xd)), _mm256_cvtepi32_ps(mins), acc[c]);
+    }
+  }
+  for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);
+}
+
+}  // namespace
+
+void vec_dot_q4_k_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                       float* out) {
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* columns = static_cast<const uint8_t*>(x);
+  for_each_column_group(n_cols, [&]<int kCols>(int c) {
+    dot_q4_k<kCols>(n / 256, weights, columns + c * x_stride, x_stride, out + c);
+  });
+}
+
+}  // namespace strata
