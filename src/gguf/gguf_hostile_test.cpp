@@ -94,13 +94,14 @@ TEST(GgufHostile, TruncatedAnywhere) {
   }
 }
 
-// Flips bits and overwrites bytes inside the header of a real file, one mutation at a time.
+// Flips bits and overwrites bytes inside the header of a real file, one mutation at a time
+// (the fuzz target explores further; this keeps the unit test at about a second).
 TEST(GgufHostile, BitFlipsAndByteStompsInTheHeader) {
   std::vector<uint8_t> image = read_file(kSmallGolden);
   const uint64_t header_end = GgufFile::parse(image, kName).value()->data_offset();
   std::mt19937_64 rng(12);
   int accepted = 0;
-  constexpr int kMutations = 30000;
+  constexpr int kMutations = 10000;
   for (int i = 0; i < kMutations; ++i) {
     const uint64_t pos = rng() % header_end;
     const uint8_t saved = image[pos];
