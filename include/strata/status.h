@@ -41,8 +41,8 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}           // NOLINT: implicit by design
-  Result(Status error) : state_(std::move(error)) {}       // NOLINT: REQUIRES !error.ok()
+  Result(T value) : state_(std::move(value)) {}       // NOLINT: implicit by design
+  Result(Status error) : state_(std::move(error)) {}  // NOLINT: REQUIRES !error.ok()
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   Status status() const { return ok() ? Status() : std::get<Status>(state_); }
@@ -64,9 +64,9 @@ class [[nodiscard]] Result {
 #define STRATA_CONCAT_INNER(a, b) a##b
 #define STRATA_CONCAT(a, b) STRATA_CONCAT_INNER(a, b)
 
-#define STRATA_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::strata::Status strata_status_ = (expr);   \
+#define STRATA_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::strata::Status strata_status_ = (expr);        \
     if (!strata_status_.ok()) return strata_status_; \
   } while (0)
 

@@ -32,4 +32,14 @@ uint64_t Model::dense_bytes() const {
   return tensors - weights_.experts.total_bytes();
 }
 
+uint64_t Model::decode_bytes_per_token() const {
+  uint64_t bytes = dense_bytes();
+  const gguf::TensorInfo* embedding = file_->find_tensor("token_embd.weight");
+  const bool tied = file_->find_tensor("output.weight") == nullptr;
+  if (embedding && !tied) bytes -= embedding->n_bytes - weights_.token_embedding.row_bytes();
+  for (const auto& layer : weights_.experts.layers)
+    bytes += uint64_t(layer.unit_bytes()) * uint64_t(config_.n_expert_used);
+  return bytes;
+}
+
 }  // namespace strata

@@ -25,6 +25,9 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   // Bytes of everything but the routed experts (what must stay resident).
   uint64_t dense_bytes() const;
+  // Weight bytes one decode step reads: every dense matrix but the embedding table (one row),
+  // plus n_expert_used expert units per layer. The bound decode speed is measured against.
+  uint64_t decode_bytes_per_token() const;
 
  private:
   std::shared_ptr<const gguf::GgufFile> file_;

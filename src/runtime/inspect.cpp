@@ -1,0 +1,83 @@
+#include <strata/inspect.h>
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "gguf/tensor_types.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "runtime/byte_size.h"
+
+namespace strata {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) text += fmt::format("{}{}", i ? " x " : "", shape[i]);
+  return text;
+}
+
+void append_config(const ModelConfig& c, std::string& out) {
+  out += fmt::format("architecture      {}\n", c.arch);
+  out += fmt::format("layers            {}\n", c.n_layer);
+  out += fmt::format("hidden            {}\n", c.n_embd);
+  out += fmt::format("heads             {} query / {} key-value, head dim {}\n", c.n_head,
+                     c.n_head_kv, c.head_dim);
+  out += fmt::format("experts           {} routed, {} per token, expert FFN {}{}\n", c.n_expert,
+                     c.n_expert_used, c.n_ff_expert,
+                     c.n_ff_shared ? fmt::format(", shared expert FFN {}", c.n_ff_shared) : "");
+  out += fmt::format("vocabulary        {}\n", c.n_vocab);
+  out += fmt::format("trained context   {}\n", c.n_ctx_train);
+  out += fmt::format("rope base         {}, rms eps {}\n", c.rope_freq_base, c.rms_eps);
+  out += fmt::format("router            softmax, top-{}{}\n", c.n_expert_used,
+                     c.renormalize_top_k ? ", weights renormalised" : "");
+}
+
+}  // namespace
+
+Result<std::string> inspect_model(const std::string& path, const InspectOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
+  std::string out =
+      fmt::format("file              {} ({}, GGUF v{}, {} tensors)\n", path,
+                  format_bytes(file->file_size()), file->version(), file->tensors().size());
+  if (options.list_metadata) {
+    for (const std::string& key : file->keys())
+      out += fmt::format("  {} = {}\n", key, file->describe(key));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
+  append_config(model->config(), out);
+
+  if (options.list_tensors) {
+    out += "tensors\n";
+    for (const auto& tensor : file->tensors()) {
+      const auto* type = gguf::find_tensor_type(tensor.type_id);
+      out += fmt::format("  {:<34} {:<7} {:<22} {:>10}\n", tensor.name, type ? type->name : "?",
+                         shape_text(tensor.shape), format_bytes(tensor.n_bytes));
+    }
+  }
+  std::map<std::string, int64_t> type_counts;
+  const ExpertLayout& experts = model->weights().experts;
+  for (const auto& layer : experts.layers)
+    for (const auto* t : {&layer.gate, &layer.up, &layer.down})
+      ++type_counts[std::string(quant_traits(t->type).name)];
+  std::string types;
+  for (const auto& [name, count] : type_counts)
+    types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", name, count);
+  const size_t unit = experts.layers.empty() ? 0 : experts.layers[0].unit_bytes();
+  out +=
+      fmt::format("expert units      {} layers x {} experts, {} each (layer 0), {} in all [{}]\n",
+                  experts.n_layer(), experts.n_expert, format_bytes(unit),
+                  format_bytes(experts.total_bytes()), types);
+  out += fmt::format("dense weights     {}\n", format_bytes(model->dense_bytes()));
+  const int64_t n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
+  out += fmt::format("KV cache          {} at {} tokens (F32)\n",
+                     format_bytes(KvCache::bytes_for(model->config(), n_ctx)), n_ctx);
+  out += fmt::format(
+      "bytes per token   {} read in decode with every expert resident (dense + {} "
+      "experts per layer; the embedding table contributes one row)\n",
+      format_bytes(model->decode_bytes_per_token()), model->config().n_expert_used);
+  return out;
+}
+
+}  // namespace strata

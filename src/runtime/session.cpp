@@ -1,0 +1,189 @@
+#include <strata/session.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "base/cpu_features.h"
+#include "cpu/thread_pool.h"
+#include "experts/resident_expert_store.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+#include "runtime/chat_template.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer.h"
+#include "runtime/unicode_bytes.h"
+
+namespace strata {
+
+double SessionStats::prefill_tokens_per_s() const {
+  return prefill_ms > 0 ? double(prefill_tokens) / (prefill_ms / 1000.0) : 0.0;
+}
+double SessionStats::decode_tokens_per_s() const {
+  return decode_ms > 0 ? double(decode_tokens) / (decode_ms / 1000.0) : 0.0;
+}
+
+struct Session::Impl {
+  SessionOptions options;
+  std::shared_ptr<const Model> model;
+  runtime::Tokenizer tokenizer;
+  std::unique_ptr<ExpertStore> experts;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<KvCache> cache;
+  std::unique_ptr<Transformer> transformer;
+  std::vector<int32_t> context;  // the tokens whose keys and values are in the cache
+  std::vector<float> logits;     // after the last token fed
+  SessionStats stats;
+
+  Impl(runtime::Tokenizer t) : tokenizer(std::move(t)) {}
+  Status feed(std::span<const int32_t> tokens, std::vector<float>* all_logits);
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::open(const SessionOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
+  STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
+  if (tokenizer.token_count() > model->config().n_vocab)
+    return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
+                          tokenizer.token_count(), model->config().n_vocab);
+  auto impl = std::make_unique<Impl>(std::move(tokenizer));
+  impl->options = options;
+  if (impl->options.n_threads <= 0)
+    impl->options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (impl->options.n_ctx <= 0)
+    impl->options.n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
+  impl->model = model;
+  impl->experts = std::make_unique<ResidentExpertStore>(file, model->weights().experts);
+  impl->pool = std::make_unique<ThreadPool>(impl->options.n_threads);
+  impl->cache = std::make_unique<KvCache>(model->config(), impl->options.n_ctx);
+  impl->transformer = std::make_unique<Transformer>(model, *impl->experts, *impl->pool);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+std::vector<int32_t> Session::tokenize(std::string_view text, bool parse_special) const {
+  std::vector<int32_t> ids;
+  if (impl_->tokenizer.add_bos() && impl_->tokenizer.bos_id() >= 0)
+    ids.push_back(impl_->tokenizer.bos_id());
+  const auto encoded = impl_->tokenizer.encode(text, parse_special);
+  ids.insert(ids.end(), encoded.begin(), encoded.end());
+  return ids;
+}
+
+std::string Session::detokenize(std::span<const int32_t> tokens) const {
+  std::string text;
+  for (int32_t id : tokens)
+    if (id >= 0 && id < impl_->tokenizer.token_count()) text += impl_->tokenizer.decode_piece(id);
+  return text;
+}
+
+Result<std::vector<int32_t>> Session::chat_prompt(std::span<const ChatMessage> messages) const {
+  std::vector<runtime::ChatMessage> converted;
+  for (const auto& m : messages) converted.push_back({m.role, m.content});
+  STRATA_ASSIGN_OR_RETURN(auto ids, runtime::encode_chatml(impl_->tokenizer, converted, true));
+  if (impl_->tokenizer.add_bos() && impl_->tokenizer.bos_id() >= 0)
+    ids.insert(ids.begin(), impl_->tokenizer.bos_id());
+  return ids;
+}
+
+bool Session::is_end_of_generation(int32_t token) const { return impl_->tokenizer.is_eog(token); }
+int64_t Session::n_vocab() const { return impl_->model->config().n_vocab; }
+int64_t Session::n_ctx() const { return impl_->cache->n_ctx(); }
+int64_t Session::n_past() const { return int64_t(impl_->context.size()); }
+std::span<const float> Session::logits() const { return impl_->logits; }
+const SessionStats& Session::stats() const { return impl_->stats; }
+void Session::reset_stats() { impl_->stats = SessionStats(); }
+void Session::reset() {
+  impl_->context.clear();
+  impl_->logits.clear();
+}
+
+Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* all_logits) {
+  if (tokens.empty()) return Status();
+  if (int64_t(context.size() + tokens.size()) > cache->n_ctx())
+    return Status::errorf("the context holds {} tokens; {} more exceed its size {} (use --ctx)",
+                          context.size(), tokens.size(), cache->n_ctx());
+  const auto start = std::chrono::steady_clock::now();
+  const size_t chunk = size_t(std::max<int64_t>(1, options.prefill_chunk));
+  if (all_logits) all_logits->clear();
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    const auto part = tokens.subspan(begin, std::min(chunk, tokens.size() - begin));
+    STRATA_RETURN_IF_ERROR(
+        transformer->forward(part, int64_t(context.size()), *cache, all_logits != nullptr, logits));
+    context.insert(context.end(), part.begin(), part.end());
+    if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
+  }
+  if (all_logits) {
+    const size_t n_vocab = size_t(model->config().n_vocab);
+    logits.assign(all_logits->end() - ptrdiff_t(n_vocab), all_logits->end());
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (tokens.size() == 1) {
+    stats.decode_tokens += 1;
+    stats.decode_ms += ms;
+  } else {
+    stats.prefill_tokens += int64_t(tokens.size());
+    stats.prefill_ms += ms;
+  }
+  return Status();
+}
+
+Status Session::feed(std::span<const int32_t> tokens) { return impl_->feed(tokens, nullptr); }
+
+Status Session::feed_teacher_forced(std::span<const int32_t> tokens, std::vector<float>& logits) {
+  return impl_->feed(tokens, &logits);
+}
+
+Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
+                                               const GenerateOptions& options,
+                                               const TokenCallback& on_token) {
+  if (prompt.empty()) return Status::error("generate: empty prompt");
+  // Reuse the cached prefix; at least one prompt token is fed to get fresh logits.
+  size_t shared = 0;
+  while (shared < impl_->context.size() && shared < prompt.size() &&
+         impl_->context[shared] == prompt[shared])
+    ++shared;
+  shared = std::min(shared, prompt.size() - 1);
+  impl_->context.resize(shared);
+  STRATA_RETURN_IF_ERROR(impl_->feed(prompt.subspan(shared), nullptr));
+
+  SamplerOptions sampling;
+  sampling.temperature = options.temperature;
+  sampling.top_k = options.top_k;
+  sampling.top_p = options.top_p;
+  sampling.min_p = options.min_p;
+  sampling.repeat_penalty = options.repeat_penalty;
+  sampling.repeat_last_n = options.repeat_last_n;
+  sampling.seed = options.seed;
+  Sampler sampler(sampling);
+  runtime::Utf8Stream text;
+  std::vector<int32_t> generated;
+  for (int i = 0; i < options.max_tokens; ++i) {
+    const int32_t token = sampler.sample(impl_->logits, impl_->context);
+    if (options.stop_at_end_of_generation && impl_->tokenizer.is_eog(token)) break;
+    generated.push_back(token);
+    if (on_token) on_token(token, text.push(impl_->tokenizer.decode_piece(token)));
+    if (i + 1 == options.max_tokens) break;
+    STRATA_RETURN_IF_ERROR(impl_->feed({&token, 1}, nullptr));
+  }
+  if (on_token) {
+    const std::string rest = text.finish();
+    if (!rest.empty()) on_token(-1, rest);
+  }
+  return generated;
+}
+
+std::string Session::describe() const {
+  const ModelConfig& c = impl_->model->config();
+  return fmt::format("{} {} layers, {} experts (top-{}), context {}, {} threads, {} kernels",
+                     impl_->model->file().name(), c.n_layer, c.n_expert, c.n_expert_used,
+                     impl_->cache->n_ctx(), impl_->pool->size(), simd_level_name(simd_level()));
+}
+
+}  // namespace strata

@@ -1,0 +1,23 @@
+// How sub-commands plug into main.cpp: each tool file adds its sub-command to the app and
+// sets the action main runs when that sub-command was chosen. Actions return the exit code.
+#pragma once
+
+#include <strata/status.h>
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace strata::tools {
+
+using Action = std::function<int()>;
+
+// Prints "strata: <message>" to stderr; returns the exit code for a failed command.
+int report_failure(const Status& status);
+
+void add_run_command(CLI::App& app, Action& action);
+void add_chat_command(CLI::App& app, Action& action);
+void add_logits_command(CLI::App& app, Action& action);
+void add_tokenize_command(CLI::App& app, Action& action);
+void add_inspect_command(CLI::App& app, Action& action);
+
+}  // namespace strata::tools

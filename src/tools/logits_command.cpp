@@ -1,0 +1,68 @@
+// strata logits -m MODEL --tokens FILE.json --out FILE.bin: teacher-forced logits of a token
+// sequence, little-endian float32 [n_tokens][n_vocab], row i = the logits after token i.
+#include <strata/session.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "tools/command.h"
+#include "tools/output_file.h"
+#include "tools/session_flags.h"
+
+namespace strata::tools {
+namespace {
+
+Result<std::vector<int32_t>> read_token_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::errorf("{}: cannot open", path);
+  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_array())
+    return Status::errorf("{}: expected a JSON array of token ids", path);
+  std::vector<int32_t> tokens;
+  for (const auto& item : json) {
+    if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() > INT32_MAX)
+      return Status::errorf("{}: token ids must be non-negative integers, found {}", path,
+                            item.dump());
+    tokens.push_back(item.get<int32_t>());
+  }
+  if (tokens.empty()) return Status::errorf("{}: no tokens", path);
+  return tokens;
+}
+
+int run_logits(SessionOptions options, const std::string& tokens_path,
+               const std::string& out_path) {
+  const auto tokens = read_token_file(tokens_path);
+  if (!tokens.ok()) return report_failure(tokens.status());
+  if (options.n_ctx == 0) options.n_ctx = int64_t(tokens.value().size());
+  const auto session = Session::open(options);
+  if (!session.ok()) return report_failure(session.status());
+  std::vector<float> logits;
+  const Status fed = session.value()->feed_teacher_forced(tokens.value(), logits);
+  if (!fed.ok()) return report_failure(fed);
+  const Status written = write_file_atomically(
+      out_path, {reinterpret_cast<const uint8_t*>(logits.data()), logits.size() * sizeof(float)});
+  if (!written.ok()) return report_failure(written);
+  std::fprintf(stderr, "wrote %zu x %lld logits to %s\n", tokens.value().size(),
+               static_cast<long long>(session.value()->n_vocab()), out_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_logits_command(CLI::App& app, Action& action) {
+  auto* command = app.add_subcommand("logits", "teacher-forced logits of a token sequence");
+  auto options = std::make_shared<SessionOptions>();
+  auto tokens = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  add_session_flags(command, *options);
+  command->add_option("--tokens", *tokens, "JSON array of token ids")->required();
+  command->add_option("--out", *out, "output file: float32 [n_tokens][n_vocab]")->required();
+  command->callback([&action, options, tokens, out] {
+    action = [options, tokens, out] { return run_logits(*options, *tokens, *out); };
+  });
+}
+
+}  // namespace strata::tools

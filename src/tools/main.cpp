@@ -1,0 +1,31 @@
+// strata: the command-line front end. Each sub-command lives in its own file (command.h).
+#include <cstdio>
+
+#include "tools/command.h"
+
+namespace strata::tools {
+
+int report_failure(const Status& status) {
+  std::fprintf(stderr, "strata: %s\n", status.message().c_str());
+  return 1;
+}
+
+}  // namespace strata::tools
+
+int main(int argc, char** argv) {
+  using namespace strata::tools;
+  CLI::App app{"Strata: Mixture-of-Experts inference with experts streamed from disk", "strata"};
+  app.require_subcommand(1);
+  Action action;
+  add_run_command(app, action);
+  add_chat_command(app, action);
+  add_logits_command(app, action);
+  add_tokenize_command(app, action);
+  add_inspect_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  return action();
+}

@@ -1,0 +1,91 @@
+// strata run -m MODEL -p TEXT: generate a continuation of a prompt, streaming it to stdout;
+// timings go to stderr (and, with --stats FILE, to a JSON file).
+#include <strata/session.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/command.h"
+#include "tools/output_file.h"
+#include "tools/session_flags.h"
+
+namespace strata::tools {
+namespace {
+
+struct RunFlags {
+  SessionOptions session;
+  GenerateOptions generate;
+  std::string prompt;
+  std::string prompt_file;
+  std::string stats_path;
+};
+
+Status write_stats(const std::string& path, const SessionStats& stats, int64_t prompt_tokens) {
+  const nlohmann::json json = {
+      {"prompt_tokens", prompt_tokens},
+      {"prefill_tokens", stats.prefill_tokens},
+      {"prefill_ms", stats.prefill_ms},
+      {"prefill_tokens_per_s", stats.prefill_tokens_per_s()},
+      {"decode_tokens", stats.decode_tokens},
+      {"decode_ms", stats.decode_ms},
+      {"decode_tokens_per_s", stats.decode_tokens_per_s()},
+  };
+  const std::string text = json.dump(2) + "\n";
+  return write_file_atomically(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+}
+
+int run(RunFlags flags) {
+  if (!flags.prompt_file.empty()) {
+    std::ifstream in(flags.prompt_file, std::ios::binary);
+    if (!in) return report_failure(Status::errorf("{}: cannot open", flags.prompt_file));
+    flags.prompt.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto opened = Session::open(flags.session);
+  if (!opened.ok()) return report_failure(opened.status());
+  Session& session = *opened.value();
+  const std::vector<int32_t> prompt = session.tokenize(flags.prompt);
+  if (prompt.empty()) return report_failure(Status::error("the prompt is empty"));
+  std::fputs(flags.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  const auto generated =
+      session.generate(prompt, flags.generate, [](int32_t, std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      });
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!generated.ok()) return report_failure(generated.status());
+  const SessionStats& stats = session.stats();
+  std::fprintf(stderr, "prompt %lld tokens, %.1f tok/s | generated %lld tokens, %.2f tok/s\n",
+               static_cast<long long>(stats.prefill_tokens), stats.prefill_tokens_per_s(),
+               static_cast<long long>(stats.decode_tokens), stats.decode_tokens_per_s());
+  if (!flags.stats_path.empty()) {
+    const Status written = write_stats(flags.stats_path, stats, int64_t(prompt.size()));
+    if (!written.ok()) return report_failure(written);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto* command = app.add_subcommand("run", "generate a continuation of a prompt");
+  auto flags = std::make_shared<RunFlags>();
+  add_session_flags(command, flags->session);
+  add_sampling_flags(command, flags->generate);
+  auto* prompt = command->add_option("-p,--prompt", flags->prompt, "prompt text");
+  auto* file = command->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
+  prompt->excludes(file);
+  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file");
+  command->callback([&action, flags, prompt, file] {
+    action = [flags, prompt, file] {
+      if (prompt->count() == 0 && file->count() == 0)
+        return report_failure(Status::error("run: give a prompt with -p TEXT or -f FILE"));
+      return run(*flags);
+    };
+  });
+}
+
+}  // namespace strata::tools

@@ -1,0 +1,69 @@
+#include "model_runner.h"
+
+#include <stdexcept>
+
+#include "runtime/sampler.h"
+
+namespace strata::testing {
+namespace {
+template <class T>
+T value_or_throw(Result<T> result) {
+  if (!result.ok()) throw std::runtime_error(result.status().message());
+  return std::move(result).value();
+}
+void throw_if_error(const Status& status) {
+  if (!status.ok()) throw std::runtime_error(status.message());
+}
+}  // namespace
+
+ModelRunner::ModelRunner(const std::string& path, int n_threads) {
+  auto file = value_or_throw(gguf::GgufFile::open(path));
+  model_ = value_or_throw(Model::load(file));
+  store_ = std::make_unique<ResidentExpertStore>(file, model_->weights().experts);
+  pool_ = std::make_unique<ThreadPool>(n_threads);
+}
+
+std::vector<float> ModelRunner::logits(const std::vector<int32_t>& tokens, int64_t chunk) {
+  Transformer transformer(model_, *store_, *pool_);
+  KvCache cache(model_->config(), int64_t(tokens.size()));
+  std::vector<float> all, part;
+  for (size_t begin = 0; begin < tokens.size(); begin += size_t(chunk)) {
+    const size_t n = std::min(size_t(chunk), tokens.size() - begin);
+    throw_if_error(
+        transformer.forward({tokens.data() + begin, n}, int64_t(begin), cache, true, part));
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+std::vector<int32_t> ModelRunner::routes(const std::vector<int32_t>& tokens) {
+  const auto& config = model_->config();
+  const int64_t n = int64_t(tokens.size()), k = config.n_expert_used;
+  std::vector<int32_t> result(size_t(config.n_layer * n * k));
+  Transformer transformer(model_, *store_, *pool_);
+  transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
+    std::copy(experts.begin(), experts.end(), result.begin() + (layer * n + t) * k);
+  });
+  KvCache cache(config, n);
+  std::vector<float> logits;
+  throw_if_error(transformer.forward(tokens, 0, cache, false, logits));
+  return result;
+}
+
+std::vector<int32_t> ModelRunner::greedy(const std::vector<int32_t>& prompt, int n) {
+  Transformer transformer(model_, *store_, *pool_);
+  KvCache cache(model_->config(), int64_t(prompt.size()) + n);
+  std::vector<float> logits;
+  throw_if_error(transformer.forward(prompt, 0, cache, false, logits));
+  std::vector<int32_t> generated;
+  for (int i = 0; i < n; ++i) {
+    const int32_t next = argmax(logits);
+    generated.push_back(next);
+    if (i + 1 < n)
+      throw_if_error(
+          transformer.forward({&next, 1}, int64_t(prompt.size()) + i, cache, false, logits));
+  }
+  return generated;
+}
+
+}  // namespace strata::testing

@@ -1,0 +1,39 @@
+// Runs a model file through the forward pass for tests: teacher-forced logits in chunks of any
+// size, the routes chosen, and greedy continuations.
+#pragma once
+
+#include <strata/status.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "experts/resident_expert_store.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace strata::testing {
+
+class ModelRunner {
+ public:
+  explicit ModelRunner(const std::string& path, int n_threads = 2);
+
+  const Model& model() const { return *model_; }
+  int64_t n_vocab() const { return model_->config().n_vocab; }
+
+  // Logits after each token ([n][n_vocab]), feeding the sequence in chunks of `chunk` tokens.
+  std::vector<float> logits(const std::vector<int32_t>& tokens, int64_t chunk);
+  // Routes as the golden route.bin files hold them: [n_layer][n_tokens][k].
+  std::vector<int32_t> routes(const std::vector<int32_t>& tokens);
+  // Greedy continuation of `prompt`, n tokens.
+  std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, int n);
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<ResidentExpertStore> store_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace strata::testing
