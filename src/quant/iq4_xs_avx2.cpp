@@ -27,9 +27,9 @@ __m256i decode_scales(const uint8_t* block) {
 
 template <int kCols>
 void dot_iq4_xs(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
-  const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
+  const __m256i low_nibbles = opaque(_mm256_set1_epi8(0x0f));
   const __m256i code_book =
-      _mm256_broadcastsi128_si256(load_128(reinterpret_cast<const uint8_t*>(kIQ4NLValues)));
+      opaque(_mm256_broadcastsi128_si256(load_128(reinterpret_cast<const uint8_t*>(kIQ4NLValues))));
   __m256 acc[kCols];
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
@@ -58,10 +58,11 @@ void dot_iq4_xs(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_s
         }
       }
     }
-    const float d = load_fp16(w + offsetof(BlockIQ4_XS, d));
+    // d in lane 0 (lane 1 is scales_h, unused).
+    const __m128 d = load_fp16_pair(w + offsetof(BlockIQ4_XS, d));
     for (int c = 0; c < kCols; ++c) {
-      acc[c] =
-          _mm256_fmadd_ps(_mm256_set1_ps(d * load_f32(xb[c])), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+      const __m128 scaled = _mm_mul_ps(d, _mm_set1_ps(load_f32(xb[c])));
+      acc[c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums[c]), acc[c]);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);

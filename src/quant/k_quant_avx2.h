@@ -19,6 +19,19 @@
 
 namespace strata::kquant::avx2 {
 
+// A constant GCC cannot see into. Built with _mm256_set1_epi8 and friends, GCC keeps constants
+// as immediates and, when registers run short inside a loop, rebuilds them on every iteration
+// (mov, vmovd, vpbroadcast: vector-port uops the kernels cannot spare). An opaque value made
+// before the loop can only stay in a register or be reloaded from the stack, which is free there.
+inline __m256i opaque(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+inline __m128i opaque(__m128i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
 // Offsets into a Q8_K block.
 inline constexpr size_t kQ8KQs = offsetof(BlockQ8_K, qs);
 inline constexpr size_t kQ8KBsums = offsetof(BlockQ8_K, bsums);
@@ -49,6 +62,69 @@ inline float hsum(__m256 v) {
   sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
   sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
   return _mm_cvtss_f32(sum);
+}
+
+// The two fp16 values at p (d and dmin of the type-1 formats) as floats in lanes 0 and 1.
+inline __m128 load_fp16_pair(const uint8_t* p) {
+  uint32_t halves;
+  std::memcpy(&halves, p, sizeof halves);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(int(halves)));
+}
+
+// pshufb masks that turn bytes held in both 128-bit halves into i16 lanes, either zero-extended
+// (byte in the low half of the lane; unsigned scales) or times 256 (byte in the high half, sign
+// included; signed scales, the factor being taken out in the float scale):
+//   rows 0-7:   quarter k of a 16-weight-sub-block format: the low half's lanes get byte 2k, the
+//               high half's byte 2k + 1 (the two sub-blocks of a 32-weight quarter)
+//   rows 8-15:  sub-block k - 8 of a 32-weight-sub-block format: every lane gets byte k - 8
+//   row 16:     bytes 0-15 in order over the 16 lanes (one per bsum)
+//   row 17:     byte 8 + lane / 2 (Q4_K/Q5_K minimum codes, one per pair of bsums)
+inline constexpr int kQuarterMask = 0, kSubBlockMask = 8, kAllMask = 16, kMinPairsMask = 17;
+
+struct LaneMasks {
+  alignas(32) uint8_t rows[18][32];
+  constexpr explicit LaneMasks(int value_half) : rows() {
+    for (int lane = 0; lane < 16; ++lane) {
+      uint8_t pick[18];
+      for (int k = 0; k < 8; ++k) {
+        pick[kQuarterMask + k] = uint8_t(2 * k + lane / 8);
+        pick[kSubBlockMask + k] = uint8_t(k);
+      }
+      pick[kAllMask] = uint8_t(lane);
+      pick[kMinPairsMask] = uint8_t(8 + lane / 2);
+      for (int row = 0; row < 18; ++row) {
+        rows[row][2 * lane + value_half] = pick[row];
+        rows[row][2 * lane + 1 - value_half] = 0x80;  // pshufb writes zero
+      }
+    }
+  }
+};
+inline constexpr LaneMasks kZeroExtendMasks(0);
+inline constexpr LaneMasks kTimes256Masks(1);
+
+inline __m256i zero_extend_mask(int row) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kZeroExtendMasks.rows[row]));
+}
+inline __m256i times_256_mask(int row) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kTimes256Masks.rows[row]));
+}
+
+// The Q4_K/Q5_K 12-byte scale field (k_scales.h) at p, unpacked in-register to the bytes
+// sc[0..7], m[0..7], in both 128-bit halves. Reads 16 bytes from p (the field and the 4 bytes
+// after it, which both formats have).
+inline __m256i unpack_k_scales(const uint8_t* p) {
+  const __m128i raw = load_128(p);
+  // Dwords [w0, w2, w1, w2]: sc[0..3] = w0 & 63, low bits of sc[4..7] = w2 & 15,
+  // m[0..3] = w1 & 63, low bits of m[4..7] = (w2 >> 4) & 15.
+  const __m128i lows =
+      _mm_shuffle_epi8(raw, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(lows, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  // Dwords [0, w0, 0, w1]: bits 6-7 of each byte are bits 4-5 of sc[4..7] and m[4..7].
+  const __m128i highs = _mm_shuffle_epi8(
+      raw, _mm_setr_epi8(-128, -128, -128, -128, 0, 1, 2, 3, -128, -128, -128, -128, 4, 5, 6, 7));
+  const __m128i high = _mm_and_si128(_mm_srli_epi32(highs, 2), _mm_set1_epi8(0x30));
+  return _mm256_broadcastsi128_si256(_mm_or_si128(low, high));
 }
 
 // Every i16 lane of each 128-bit half gets element k (0..7) of that half.

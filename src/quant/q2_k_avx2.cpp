@@ -12,20 +12,17 @@ using namespace kquant::avx2;
 
 template <int kCols>
 void dot_q2_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
-  const __m128i low_nibbles = _mm_set1_epi8(0x0f);
-  const __m256i two_bits = _mm256_set1_epi8(3);
+  const __m256i two_bits = opaque(_mm256_set1_epi8(3));
+  const __m256i low_nibbles = opaque(_mm256_set1_epi8(0x0f));
   __m256 acc[kCols];
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ2_K)) {
-    const __m128i codes = load_128(w + offsetof(BlockQ2_K, scales));
-    const __m128i scale_codes = _mm_and_si128(codes, low_nibbles);
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(codes, 4), low_nibbles));
-    const __m256i half_scales[2] = {
-        _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scale_codes)),
-        _mm256_broadcastsi128_si256(
-            _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scale_codes, scale_codes))),
-    };
+    // Scale codes (low nibbles) and minimum codes (high nibbles), as bytes in both halves.
+    const __m256i codes = _mm256_broadcastsi128_si256(load_128(w + offsetof(BlockQ2_K, scales)));
+    const __m256i scale_codes = _mm256_and_si256(codes, low_nibbles);
+    const __m256i mins = _mm256_shuffle_epi8(
+        _mm256_and_si256(_mm256_srli_epi16(codes, 4), low_nibbles), zero_extend_mask(kAllMask));
     const uint8_t* xb[kCols];
     __m256i sums[kCols];
     for (int c = 0; c < kCols; ++c) {
@@ -36,20 +33,21 @@ void dot_q2_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
       const __m256i bits = load_256(w + offsetof(BlockQ2_K, qs) + 32 * h);
       for (int j = 0; j < 4; ++j) {
         const __m256i quants = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), two_bits);
-        const __m256i scale = broadcast_i16_pair(half_scales[h], j);
+        const __m256i scale =
+            _mm256_shuffle_epi8(scale_codes, zero_extend_mask(kQuarterMask + 4 * h + j));
         for (int c = 0; c < kCols; ++c) {
           const __m256i dot = scaled_dot(quants, xb[c] + kQ8KQs + 128 * h + 32 * j, scale);
           sums[c] = _mm256_add_epi32(sums[c], dot);
         }
       }
     }
-    const float d = load_fp16(w + offsetof(BlockQ2_K, d));
-    const float dmin = load_fp16(w + offsetof(BlockQ2_K, dmin));
+    const __m128 d_dmin = load_fp16_pair(w + offsetof(BlockQ2_K, d));
     for (int c = 0; c < kCols; ++c) {
-      const float xd = load_f32(xb[c]);
+      const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(load_f32(xb[c])));
       const __m256i min_sums = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), mins);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * xd)), _mm256_cvtepi32_ps(min_sums), acc[c]);
+      acc[c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scaled)),
+                                _mm256_cvtepi32_ps(min_sums), acc[c]);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);

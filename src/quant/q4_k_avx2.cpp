@@ -3,7 +3,6 @@
 // of Q8_K, in order, so no lane shuffling is needed; the minimum terms are
 // sum_j m[j] * (bsums[2j] + bsums[2j + 1]), one madd per super-block.
 #include "quant/k_quant_avx2.h"
-#include "quant/k_scales.h"
 #include "quant/q4_k.h"
 
 namespace strata {
@@ -11,27 +10,15 @@ namespace {
 
 using namespace kquant::avx2;
 
-struct Q4KScales {
-  __m256i scales;  // sc[0..7] as i16, in both halves
-  __m256i mins;    // m[0], m[0], m[1], m[1], ..., m[7], m[7] as i16 (one per bsum)
-};
-
-Q4KScales decode_scales(const uint8_t* packed) {
-  uint8_t codes[16];
-  kquant::unpack_k_scales(packed, codes);
-  const __m128i bytes = load_128(codes);
-  return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes)),
-          _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes))};
-}
-
 template <int kCols>
 void dot_q4_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
-  const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
+  const __m256i low_nibbles = opaque(_mm256_set1_epi8(0x0f));
   __m256 acc[kCols];
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ4_K)) {
-    const Q4KScales scales = decode_scales(w + offsetof(BlockQ4_K, scales));
+    const __m256i codes = unpack_k_scales(w + offsetof(BlockQ4_K, scales));
+    const __m256i mins = _mm256_shuffle_epi8(codes, zero_extend_mask(kMinPairsMask));
     const uint8_t* qs = w + offsetof(BlockQ4_K, qs);
     const uint8_t* xb[kCols];
     __m256i sums[kCols];
@@ -43,8 +30,9 @@ void dot_q4_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
       const __m256i bits = load_256(qs + 32 * g);
       const __m256i q_low = _mm256_and_si256(bits, low_nibbles);
       const __m256i q_high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low_nibbles);
-      const __m256i scale_low = broadcast_i16(scales.scales, 2 * g);
-      const __m256i scale_high = broadcast_i16(scales.scales, 2 * g + 1);
+      const __m256i scale_low = _mm256_shuffle_epi8(codes, zero_extend_mask(kSubBlockMask + 2 * g));
+      const __m256i scale_high =
+          _mm256_shuffle_epi8(codes, zero_extend_mask(kSubBlockMask + 2 * g + 1));
       for (int c = 0; c < kCols; ++c) {
         const uint8_t* q8 = xb[c] + kQ8KQs + 64 * g;
         const __m256i low = scaled_dot(q_low, q8, scale_low);
@@ -52,13 +40,13 @@ void dot_q4_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
         sums[c] = _mm256_add_epi32(sums[c], _mm256_add_epi32(low, high));
       }
     }
-    const float d = load_fp16(w + offsetof(BlockQ4_K, d));
-    const float dmin = load_fp16(w + offsetof(BlockQ4_K, dmin));
+    const __m128 d_dmin = load_fp16_pair(w + offsetof(BlockQ4_K, d));
     for (int c = 0; c < kCols; ++c) {
-      const float xd = load_f32(xb[c]);
-      const __m256i mins = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), scales.mins);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * xd)), _mm256_cvtepi32_ps(mins), acc[c]);
+      const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(load_f32(xb[c])));
+      const __m256i min_sums = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), mins);
+      acc[c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scaled)),
+                                _mm256_cvtepi32_ps(min_sums), acc[c]);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);

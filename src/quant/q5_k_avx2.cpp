@@ -2,7 +2,6 @@
 // with the fifth bit of each quant OR-ed in from qh (bit j of qh[l] for weight 32j + l; qh is
 // shifted right by 2 per group so the two bits needed are always bits 0 and 1).
 #include "quant/k_quant_avx2.h"
-#include "quant/k_scales.h"
 #include "quant/q5_k.h"
 
 namespace strata {
@@ -12,17 +11,14 @@ using namespace kquant::avx2;
 
 template <int kCols>
 void dot_q5_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
-  const __m256i low_nibbles = _mm256_set1_epi8(0x0f);
-  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  const __m256i low_nibbles = opaque(_mm256_set1_epi8(0x0f));
+  const __m256i bit4 = opaque(_mm256_set1_epi8(0x10));
   __m256 acc[kCols];
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ5_K)) {
-    uint8_t codes[16];
-    kquant::unpack_k_scales(w + offsetof(BlockQ5_K, scales), codes);
-    const __m128i code_bytes = load_128(codes);
-    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(code_bytes));
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(code_bytes, code_bytes));
+    const __m256i codes = unpack_k_scales(w + offsetof(BlockQ5_K, scales));
+    const __m256i mins = _mm256_shuffle_epi8(codes, zero_extend_mask(kMinPairsMask));
     const uint8_t* qs = w + offsetof(BlockQ5_K, qs);
     __m256i high_bits = load_256(w + offsetof(BlockQ5_K, qh));
     const uint8_t* xb[kCols];
@@ -40,8 +36,9 @@ void dot_q5_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), low_nibbles),
                           _mm256_and_si256(_mm256_slli_epi16(high_bits, 3), bit4));
       high_bits = _mm256_srli_epi16(high_bits, 2);
-      const __m256i scale_low = broadcast_i16(scales, 2 * g);
-      const __m256i scale_high = broadcast_i16(scales, 2 * g + 1);
+      const __m256i scale_low = _mm256_shuffle_epi8(codes, zero_extend_mask(kSubBlockMask + 2 * g));
+      const __m256i scale_high =
+          _mm256_shuffle_epi8(codes, zero_extend_mask(kSubBlockMask + 2 * g + 1));
       for (int c = 0; c < kCols; ++c) {
         const uint8_t* q8 = xb[c] + kQ8KQs + 64 * g;
         const __m256i low = scaled_dot(q_low, q8, scale_low);
@@ -49,13 +46,13 @@ void dot_q5_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
         sums[c] = _mm256_add_epi32(sums[c], _mm256_add_epi32(low, high));
       }
     }
-    const float d = load_fp16(w + offsetof(BlockQ5_K, d));
-    const float dmin = load_fp16(w + offsetof(BlockQ5_K, dmin));
+    const __m128 d_dmin = load_fp16_pair(w + offsetof(BlockQ5_K, d));
     for (int c = 0; c < kCols; ++c) {
-      const float xd = load_f32(xb[c]);
+      const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(load_f32(xb[c])));
       const __m256i min_sums = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), mins);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * xd)), _mm256_cvtepi32_ps(min_sums), acc[c]);
+      acc[c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scaled)),
+                                _mm256_cvtepi32_ps(min_sums), acc[c]);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);
