@@ -31,7 +31,6 @@ class MetadataValue {
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian uint32
-constexpr uint64_t kDefaultAlignment = 32;
 constexpr int kMaxDims = 4;
 // Smallest possible encodings, for refusing counts the remaining bytes cannot hold.
 constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;            // empty key, type, one-byte value
@@ -162,7 +161,8 @@ void for_each_string(std::span<const uint8_t> payload, uint64_t count, Fn&& fn) 
 
 std::string describe_element(ValueType type, const uint8_t* p) {
   if (is_integer(type)) return integer_text(load_integer(type, p));
-  if (is_float(type)) return fmt::format("{}", load_float(type, p));
+  if (type == ValueType::kFloat32) return fmt::format("{}", load<float>(p));  // shortest float
+  if (type == ValueType::kFloat64) return fmt::format("{}", load<double>(p));
   return *p ? "true" : "false";
 }
 
@@ -517,19 +517,23 @@ GgufFile::~GgufFile() = default;
 Result<std::shared_ptr<const GgufFile>> GgufFile::open(const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mapped, MappedFile::open(path));
   const std::span<const uint8_t> bytes = mapped->bytes();
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const GgufFile> parsed, parse(bytes, path));
-  // parse() built a const file around the mapping's bytes; hand it the mapping to own.
-  const_cast<GgufFile&>(*parsed).mapping_ = std::shared_ptr<MappedFile>(std::move(mapped));
-  return parsed;
+  auto file = std::shared_ptr<GgufFile>(new GgufFile());
+  file->mapping_ = std::shared_ptr<MappedFile>(std::move(mapped));
+  STRATA_RETURN_IF_ERROR(file->parse_image(bytes, path));
+  return std::shared_ptr<const GgufFile>(std::move(file));
 }
 
 Result<std::shared_ptr<const GgufFile>> GgufFile::parse(std::span<const uint8_t> bytes,
                                                         std::string name) {
-  std::shared_ptr<GgufFile> file(new GgufFile());
-  file->name_ = std::move(name);
-  file->bytes_ = bytes;
-  STRATA_RETURN_IF_ERROR(Parser(*file).run().with_prefix(file->name_));
+  auto file = std::shared_ptr<GgufFile>(new GgufFile());
+  STRATA_RETURN_IF_ERROR(file->parse_image(bytes, std::move(name)));
   return std::shared_ptr<const GgufFile>(std::move(file));
+}
+
+Status GgufFile::parse_image(std::span<const uint8_t> bytes, std::string name) {
+  name_ = std::move(name);
+  bytes_ = bytes;
+  return Parser(*this).run().with_prefix(name_);
 }
 
 const MetadataValue* GgufFile::find_value(std::string_view key) const {

@@ -114,6 +114,7 @@ class GgufFile {
  private:
   GgufFile() = default;
   friend class Parser;
+  Status parse_image(std::span<const uint8_t> bytes, std::string name);
   const MetadataValue* find_value(std::string_view key) const;
   // The value of `key` if `accepts` it, else an error saying `expected` and what was found.
   Result<const MetadataValue*> lookup(std::string_view key, bool (*accepts)(const MetadataValue&),
