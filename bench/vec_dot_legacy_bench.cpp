@@ -1,0 +1,218 @@
+// Mat-vec and 4-column products of the AVX2 kernels of Q4_0, Q8_0, IQ4_NL and F16 (and the
+// other dense and 32-weight block formats), in GB/s of weight bytes streamed: decode is
+// memory-bound, so a kernel is good when its GB/s is near `StreamRead`, a plain AVX2 read of
+// the same bytes. The matrix (kMatrixBytes of weights) is several times larger than the
+// last-level cache, so every pass reads from DRAM; the L2 variants (kResidentBytes) show the
+// kernels' compute speed alone.
+//
+//   vec_dot_legacy_bench --benchmark_filter='MatVec|StreamRead'
+#include "base/cpu_features.h"
+#include "quant/bf16.h"
+#include "quant/f16.h"
+#include "quant/f32.h"
+#include "quant/iq4_nl.h"
+#include "quant/q4_0.h"
+#include "quant/q4_1.h"
+#include "quant/q5_0.h"
+#include "quant/q5_1.h"
+#include "quant/q8_0.h"
+#include "quant/q8_1.h"
+#include "quant/quant_type.h"
+
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace strata {
+namespace {
+
+constexpr int64_t kRowLength = 8192;                // weights per row
+constexpr size_t kMatrixBytes = size_t(1) << 30;    // > 300 MiB of L3 on the reference machine
+constexpr size_t kResidentBytes = size_t(1) << 20;  // fits a 2 MiB+ L2
+
+struct Kernel {
+  const char* name;
+  size_t block_bytes;
+  int64_t block_size;
+  size_t activation_block_bytes;
+  QuantizeRowFn quantize_activations;
+  VecDotFn vec_dot;
+  size_t row_bytes() const { return size_t(kRowLength / block_size) * block_bytes; }
+  size_t activation_row_bytes() const {
+    return size_t(kRowLength / block_size) * activation_block_bytes;
+  }
+};
+
+const Kernel kKernels[] = {
+    {"q4_0", 18, 32, 34, quantize_row_q8_0, vec_dot_q4_0_avx2},
+    {"q8_0", 34, 32, 34, quantize_row_q8_0, vec_dot_q8_0_avx2},
+    {"iq4_nl", 18, 32, 34, quantize_row_q8_0, vec_dot_iq4_nl_avx2},
+    {"f16", 2, 1, 2, quantize_row_f16, vec_dot_f16_avx2},
+    {"q4_1", 20, 32, 36, quantize_row_q8_1, vec_dot_q4_1_avx2},
+    {"q5_0", 22, 32, 34, quantize_row_q8_0, vec_dot_q5_0_avx2},
+    {"q5_1", 24, 32, 36, quantize_row_q8_1, vec_dot_q5_1_avx2},
+    {"bf16", 2, 1, 2, quantize_row_bf16, vec_dot_bf16_avx2},
+    {"f32", 4, 1, 4, quantize_row_f32, vec_dot_f32_avx2},
+};
+
+// The weight matrix, shared by all benchmarks and refilled when the format changes: random
+// quants with fp16 scales (and minimums) near 2^-7, or random values in +-[0.5, 1) for the float
+// formats, so no NaN, infinity or subnormal slows the arithmetic down.
+class SharedMatrix {
+ public:
+  // REQUIRES: called by every thread of a benchmark before its timing loop.
+  const uint8_t* prepare(const Kernel& kernel) {
+    std::lock_guard lock(mutex_);
+    if (!bytes_) {
+      bytes_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, kMatrixBytes)));
+    }
+    if (format_ != kernel.name) {
+      fill(kernel);
+      format_ = kernel.name;
+    }
+    return bytes_.get();
+  }
+
+ private:
+  void fill(const Kernel& kernel) {
+    // Per 64-bit word: which bits stay random and which are forced, by element size.
+    uint64_t keep = ~0ull, force = 0;
+    if (kernel.block_size == 1 && kernel.block_bytes == 2 && kernel.name == std::string("f16")) {
+      keep = 0x83ff83ff83ff83ffull, force = 0x3800380038003800ull;
+    } else if (kernel.block_size == 1 && kernel.block_bytes == 2) {
+      keep = 0x807f807f807f807full, force = 0x3f003f003f003f00ull;
+    } else if (kernel.block_size == 1) {
+      keep = 0x807fffff807fffffull, force = 0x3f0000003f000000ull;
+    }
+    std::mt19937_64 rng(42);
+    for (size_t i = 0; i < kMatrixBytes; i += 8) {
+      const uint64_t word = (rng() & keep) | force;
+      std::memcpy(bytes_.get() + i, &word, 8);
+    }
+    if (kernel.block_size == 1) return;
+    const bool has_minimum = kernel.activation_block_bytes == 36;
+    for (size_t b = 0; b + kernel.block_bytes <= kMatrixBytes; b += kernel.block_bytes) {
+      const uint16_t scale = uint16_t(0x2000 | (rng() & 0x83ff));
+      std::memcpy(bytes_.get() + b, &scale, 2);
+      if (has_minimum) std::memcpy(bytes_.get() + b + 2, &scale, 2);
+    }
+  }
+
+  std::mutex mutex_;
+  std::unique_ptr<uint8_t, decltype(&std::free)> bytes_{nullptr, std::free};
+  std::string format_;
+};
+
+SharedMatrix& shared_matrix() {
+  static SharedMatrix matrix;
+  return matrix;
+}
+
+std::vector<uint8_t> activations(const Kernel& kernel, int n_cols) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(kRowLength);
+  std::vector<uint8_t> out(n_cols * kernel.activation_row_bytes());
+  for (int c = 0; c < n_cols; ++c) {
+    for (auto& v : values) v = normal(rng);
+    kernel.quantize_activations(values.data(), out.data() + c * kernel.activation_row_bytes(),
+                                kRowLength);
+  }
+  return out;
+}
+
+// One iteration = every row of a `matrix_bytes` matrix against n_cols columns; with several
+// threads each takes an equal share of the rows.
+void run_products(benchmark::State& state, const Kernel& kernel, size_t matrix_bytes, int n_cols) {
+  if (simd_level() != SimdLevel::kAvx2) {
+    state.SkipWithError("CPU lacks AVX2");
+    return;
+  }
+  const int64_t n_rows = int64_t(matrix_bytes / kernel.row_bytes());
+  const int64_t rows_per_thread = n_rows / state.threads();
+  const uint8_t* rows =
+      shared_matrix().prepare(kernel) + state.thread_index() * rows_per_thread * kernel.row_bytes();
+  const auto x = activations(kernel, n_cols);
+  std::vector<float> out(n_cols);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows_per_thread; ++r) {
+      kernel.vec_dot(kRowLength, rows + r * kernel.row_bytes(), x.data(),
+                     kernel.activation_row_bytes(), n_cols, out.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  const double bytes = double(rows_per_thread) * double(kernel.row_bytes());
+  state.SetBytesProcessed(int64_t(state.iterations() * bytes));
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      double(state.iterations()) * 2.0 * double(rows_per_thread) * kRowLength * n_cols / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
+// The hardware's streaming read speed over the same matrix: AVX2 loads, one add each.
+__attribute__((target("avx2"))) void StreamRead(benchmark::State& state) {
+  const size_t bytes_per_thread = kMatrixBytes / state.threads();
+  const auto* start =
+      shared_matrix().prepare(kKernels[0]) + state.thread_index() * bytes_per_thread;
+  for (auto _ : state) {
+    __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+    for (size_t i = 0; i < bytes_per_thread; i += 64) {
+      sum0 = _mm256_add_epi64(sum0, _mm256_load_si256(reinterpret_cast<const __m256i*>(start + i)));
+      sum1 = _mm256_add_epi64(sum1,
+                              _mm256_load_si256(reinterpret_cast<const __m256i*>(start + i + 32)));
+    }
+    benchmark::DoNotOptimize(sum0);
+    benchmark::DoNotOptimize(sum1);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * bytes_per_thread));
+}
+
+void register_benchmarks() {
+  benchmark::RegisterBenchmark("StreamRead", StreamRead)
+      ->Threads(1)
+      ->Threads(2)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  for (const Kernel& kernel : kKernels) {
+    const std::string name(kernel.name);
+    benchmark::RegisterBenchmark(
+        ("MatVec/" + name).c_str(),
+        [&kernel](benchmark::State& s) { run_products(s, kernel, kMatrixBytes, 1); })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("MatMul4/" + name).c_str(),
+        [&kernel](benchmark::State& s) { run_products(s, kernel, kMatrixBytes, 4); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("MatVecL2/" + name).c_str(),
+        [&kernel](benchmark::State& s) { run_products(s, kernel, kResidentBytes, 1); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        ("MatMul4L2/" + name).c_str(),
+        [&kernel](benchmark::State& s) { run_products(s, kernel, kResidentBytes, 4); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+}  // namespace strata
+
+int main(int argc, char** argv) {
+  strata::register_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,212 @@
+// The AVX2 dot-product skeleton of the 32-weight block formats, and the byte tricks their
+// decoders share. Include only from *_avx2.cpp files (compiled with -mavx2 -mfma -mf16c).
+//
+// A format supplies a decoder (below: SignedDecoder, UnsignedDecoder) that turns one weight
+// block into 32 int8 quants in a register, once; the skeleton then dots those quants with the
+// int8 activations of up to four columns (maddubs + madd: 32 products -> 8 int32 partial sums,
+// exact), converts the partial sums to float and accumulates scale * partials per column.
+//
+// Determinism: every column runs the same sequence of float operations whichever group it is
+// in: even blocks into one accumulator, odd blocks into another (two chains hide the FMA
+// latency), then the two are added and summed horizontally in a fixed order. Only the integer
+// decoding is shared between the columns of a group.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+namespace strata::block32_avx2 {
+
+// How far ahead of the block being decoded the weight row is prefetched (past the row's end
+// too: prefetches never fault, and the next row usually follows).
+inline constexpr int64_t kPrefetchBytes = 1024;
+
+// fp16 -> fp32 for every half. The kernels look scales up here rather than convert them with
+// F16C: vcvtph2ps (and the vpinsrw that feeds it a 16-bit scalar) need port 5, which unpacking
+// already loads, while a lookup broadcast straight from the table costs only loads.
+inline const float* half_table() {
+  static const float* const table = [] {
+    auto* values = new float[65536];
+    for (uint32_t h = 0; h < 65536; ++h) values[h] = _cvtsh_ss(uint16_t(h));
+    return values;
+  }();
+  return table;
+}
+
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t value;
+  std::memcpy(&value, p, 2);
+  return value;
+}
+
+// The fp16 at `p` as 8 equal floats.
+inline __m256 broadcast_half(const float* table, const uint8_t* p) {
+  return _mm256_broadcast_ss(table + load_u16(p));
+}
+
+// 16 bytes of nibbles -> 32 bytes: the low nibbles (weights 0-15), then the high (16-31). The
+// 16 bytes are broadcast to both halves by the load itself and the upper half shifted by 4 bits,
+// which needs no cross-lane shuffle.
+inline __m256i unpack_nibbles(const uint8_t* qs) {
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi32(both, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
+}
+
+// Byte j = 0xff where bit j of the little-endian uint32 at `bits` is set, 0 elsewhere.
+inline __m256i expand_bits(const uint8_t* bits) {
+  uint32_t word;
+  std::memcpy(&word, bits, 4);
+  // Byte j gets byte j / 8 of the word, then is tested against bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(int(word)), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                      0x0101010101010101, 0x0000000000000000));
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+// Sums of 4 neighbouring int16 pairs -> 8 floats (exact: the sums stay far below 2^24).
+inline __m256 pair_sums_to_float(__m256i pairs) {
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+inline float horizontal_sum(__m256 v) {
+  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
+  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
+  return _mm_cvtss_f32(sum);
+}
+
+// Weights that are signed int8 of any range (Q8_0, IQ4_NL). maddubs multiplies unsigned by
+// signed bytes, so the weights' magnitudes are kept and their signs moved onto the activations.
+// REQUIRES of activations: no quant is -128 (its negation overflows). Our activation quantizer
+// writes -128 only in blocks whose fp16 scale is zero, where the product is zero anyway.
+struct SignedQuants {
+  __m256i magnitude;
+  __m256i sign_source;
+  __m256 d;
+  static constexpr bool kHasMinimum = false;
+
+  static SignedQuants from(__m256i quants, __m256 d) {
+    return {_mm256_sign_epi8(quants, quants), quants, d};
+  }
+  __m256 dot(const uint8_t* activations) const {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(activations));
+    return pair_sums_to_float(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(x, sign_source)));
+  }
+};
+
+// Weights q - kOffset with small unsigned q (Q4_0: nibble - 8, Q5_0: 5 bits - 16). maddubs takes
+// q as it is and the offset times the activations is subtracted in 16 bits (pairs stay below
+// 2 * 31 * 128); per column that is one maddubs and a subtraction, cheaper than moving signs.
+template <int kOffset>
+struct OffsetQuants {
+  __m256i quants;
+  __m256 d;
+  static constexpr bool kHasMinimum = false;
+
+  __m256 dot(const uint8_t* activations) const {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(activations));
+    const __m256i offset_pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(kOffset), x);
+    return pair_sums_to_float(_mm256_sub_epi16(_mm256_maddubs_epi16(quants, x), offset_pairs));
+  }
+};
+
+// Weights q * d + m with unsigned q (Q4_1, Q5_1: 0..31); the minimum's share, m times the sum of
+// the activations, comes from the Q8_1 activations' s field.
+struct MinimumQuants {
+  __m256i quants;
+  __m256 d;
+  float m;
+  static constexpr bool kHasMinimum = true;
+
+  __m256 dot(const uint8_t* activations) const {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(activations));
+    return pair_sums_to_float(_mm256_maddubs_epi16(quants, x));
+  }
+};
+
+// Calls f(std::integral_constant<int, c>) for c = 0 .. kCols - 1. Constant indices let the
+// compiler keep per-column accumulator arrays in registers (a loop over c leaves them in memory).
+template <int kCols, class F>
+[[gnu::always_inline]] inline void for_each_column(F&& f) {
+  [&]<int... kColumn>(std::integer_sequence<int, kColumn...>) {
+    (f(std::integral_constant<int, kColumn>{}), ...);
+  }
+  (std::make_integer_sequence<int, kCols>{});
+}
+
+// One weight block dotted with block `b` of each column. Activation blocks start with their
+// fp16 scale d; for Q8_1 the fp16 s (d * sum of quants) follows, then the 32 quants.
+template <class Format, int kCols>
+[[gnu::always_inline]] inline void accumulate_block(const float* table, const uint8_t* w,
+                                                    const uint8_t* x, size_t x_stride, int64_t b,
+                                                    __m256 (&acc)[kCols],
+                                                    float (&minimum_terms)[kCols]) {
+  using Activation = typename Format::ActivationBlock;
+  constexpr size_t kQuantsOffset = sizeof(Activation) - 32;
+  const auto weights = Format::decode(table, w + b * int64_t(sizeof(typename Format::Block)));
+  for_each_column<kCols>([&](auto c) {
+    const uint8_t* block = x + size_t(c) * x_stride + b * int64_t(sizeof(Activation));
+    const __m256 scale = _mm256_mul_ps(weights.d, broadcast_half(table, block));
+    acc[c] = _mm256_fmadd_ps(scale, weights.dot(block + kQuantsOffset), acc[c]);
+    if constexpr (decltype(weights)::kHasMinimum)
+      minimum_terms[c] += weights.m * table[load_u16(block + 2)];
+  });
+}
+
+template <class Format, int kCols>
+void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride,
+                 float* out) {
+  __m256 even[kCols], odd[kCols];
+  float minimum_terms[kCols];
+  for_each_column<kCols>([&](auto c) {
+    even[c] = odd[c] = _mm256_setzero_ps();
+    minimum_terms[c] = 0.0f;
+  });
+  const float* table = half_table();
+  int64_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    _mm_prefetch(reinterpret_cast<const char*>(w) + b * int64_t(sizeof(typename Format::Block)) +
+                     kPrefetchBytes,
+                 _MM_HINT_T0);
+    accumulate_block<Format, kCols>(table, w, x, x_stride, b, even, minimum_terms);
+    accumulate_block<Format, kCols>(table, w, x, x_stride, b + 1, odd, minimum_terms);
+  }
+  if (b < n_blocks) accumulate_block<Format, kCols>(table, w, x, x_stride, b, even, minimum_terms);
+  for_each_column<kCols>(
+      [&](auto c) { out[c] = horizontal_sum(_mm256_add_ps(even[c], odd[c])) + minimum_terms[c]; });
+}
+
+// The VecDotFn of a format: columns in groups of four, then the remainder as one group.
+template <class Format>
+void vec_dot(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols, float* out) {
+  const int64_t n_blocks = n / 32;
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* columns = static_cast<const uint8_t*>(x);
+  int c = 0;
+  for (; c + 4 <= n_cols; c += 4)
+    dot_columns<Format, 4>(n_blocks, weights, columns + size_t(c) * x_stride, x_stride, out + c);
+  const auto* rest = columns + size_t(c) * x_stride;
+  switch (n_cols - c) {
+    case 3:
+      dot_columns<Format, 3>(n_blocks, weights, rest, x_stride, out + c);
+      break;
+    case 2:
+      dot_columns<Format, 2>(n_blocks, weights, rest, x_stride, out + c);
+      break;
+    case 1:
+      dot_columns<Format, 1>(n_blocks, weights, rest, x_stride, out + c);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace strata::block32_avx2

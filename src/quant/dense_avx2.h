@@ -1,0 +1,90 @@
+// The AVX2 dot-product skeleton of the float formats (F32, F16, BF16): weights converted to 8
+// floats at a time, once per group of up to four columns, then one FMA per column. Include only
+// from *_avx2.cpp files (compiled with -mavx2 -mfma -mf16c).
+//
+// Determinism: each column runs the same float operations in every group size: elements
+// [16k, 16k + 8) accumulate into one register and [16k + 8, 16k + 16) into another; a tail of
+// 8 goes to the first, a tail of fewer than 8 is zero-padded into the second; then the two are
+// added and summed horizontally in a fixed order.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace strata::dense_avx2 {
+
+inline float horizontal_sum(__m256 v) {
+  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
+  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
+  return _mm_cvtss_f32(sum);
+}
+
+// Elements [i, i + 8) of a row, or fewer zero-padded ones, as floats. Loader::kBytes is the
+// size of an element and Loader::load8(p) converts the 8 elements at p (any alignment).
+template <class Loader>
+inline __m256 load_tail(const uint8_t* row, int64_t i, int64_t count) {
+  alignas(32) uint8_t padded[8 * Loader::kBytes] = {};
+  std::memcpy(padded, row + i * Loader::kBytes, size_t(count) * Loader::kBytes);
+  return Loader::load8(padded);
+}
+
+template <class Loader, int kCols>
+void dot_columns(int64_t n, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
+  constexpr int64_t kBytes = Loader::kBytes;
+  __m256 low[kCols], high[kCols];
+  for (int c = 0; c < kCols; ++c) low[c] = high[c] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 w_low = Loader::load8(w + i * kBytes);
+    const __m256 w_high = Loader::load8(w + (i + 8) * kBytes);
+#pragma GCC unroll 4
+    for (int c = 0; c < kCols; ++c) {
+      const uint8_t* column = x + size_t(c) * x_stride;
+      low[c] = _mm256_fmadd_ps(w_low, Loader::load8(column + i * kBytes), low[c]);
+      high[c] = _mm256_fmadd_ps(w_high, Loader::load8(column + (i + 8) * kBytes), high[c]);
+    }
+  }
+  if (i + 8 <= n) {
+    const __m256 w_low = Loader::load8(w + i * kBytes);
+    for (int c = 0; c < kCols; ++c)
+      low[c] = _mm256_fmadd_ps(w_low, Loader::load8(x + size_t(c) * x_stride + i * kBytes), low[c]);
+    i += 8;
+  }
+  if (i < n) {
+    const __m256 w_tail = load_tail<Loader>(w, i, n - i);
+    for (int c = 0; c < kCols; ++c)
+      high[c] =
+          _mm256_fmadd_ps(w_tail, load_tail<Loader>(x + size_t(c) * x_stride, i, n - i), high[c]);
+  }
+  for (int c = 0; c < kCols; ++c) out[c] = horizontal_sum(_mm256_add_ps(low[c], high[c]));
+}
+
+// The VecDotFn of a format: columns in groups of four, then the remainder as one group.
+template <class Loader>
+void vec_dot(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols, float* out) {
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* columns = static_cast<const uint8_t*>(x);
+  int c = 0;
+  for (; c + 4 <= n_cols; c += 4)
+    dot_columns<Loader, 4>(n, weights, columns + size_t(c) * x_stride, x_stride, out + c);
+  const auto* rest = columns + size_t(c) * x_stride;
+  switch (n_cols - c) {
+    case 3:
+      dot_columns<Loader, 3>(n, weights, rest, x_stride, out + c);
+      break;
+    case 2:
+      dot_columns<Loader, 2>(n, weights, rest, x_stride, out + c);
+      break;
+    case 1:
+      dot_columns<Loader, 1>(n, weights, rest, x_stride, out + c);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace strata::dense_avx2

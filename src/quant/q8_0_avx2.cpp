@@ -1,0 +1,33 @@
+// AVX2 dot products of Q8_0 rows with Q8_0 activations: signed bytes against signed bytes
+// (block32_avx2.h, SignedQuants).
+#include "quant/q8_0.h"
+
+#include "quant/block32_avx2.h"
+
+#include <cstddef>
+
+namespace strata {
+namespace {
+
+namespace avx2 = block32_avx2;
+
+struct Format {
+  using Block = BlockQ8_0;
+  using ActivationBlock = BlockQ8_0;
+
+  static avx2::SignedQuants decode(const float* table, const uint8_t* block) {
+    const __m256i quants =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(Block, qs)));
+    return avx2::SignedQuants::from(quants,
+                                    avx2::broadcast_half(table, block + offsetof(Block, d)));
+  }
+};
+
+}  // namespace
+
+void vec_dot_q8_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                       float* out) {
+  avx2::vec_dot<Format>(n, w, x, x_stride, n_cols, out);
+}
+
+}  // namespace strata
