@@ -209,6 +209,54 @@ TEST_P(KQuantFormat, Avx2DotMatchesExactDot) {
   check_vec_dot(GetParam(), GetParam().avx2, "avx2");
 }
 
+// Worst cases for the integer sums: every byte of the weights one pattern (all-extreme quants,
+// scale codes and minimum codes, e.g. IQ4_XS 0x00 is -127 * (0 - 32) everywhere) with fp16
+// scales 1, against activations of all +127, all -127 and alternating signs.
+void check_extremes(const Format& format, VecDotFn kernel, const char* kernel_name) {
+  const int64_t n_blocks = 8, n = 256 * n_blocks;
+  const size_t stride = size_t(n_blocks) * sizeof(BlockQ8_K);
+  std::vector<uint8_t> x(3 * stride);
+  for (int c = 0; c < 3; ++c) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      BlockQ8_K block;
+      block.d = 1.0f;
+      for (int j = 0; j < 256; ++j)
+        block.qs[j] = int8_t(c == 0 ? 127 : c == 1 ? -127 : j % 2 ? 127 : -127);
+      for (int g = 0; g < 16; ++g) {
+        int sum = 0;
+        for (int j = 0; j < 16; ++j) sum += block.qs[16 * g + j];
+        block.bsums[g] = int16_t(sum);
+      }
+      std::memcpy(&x[size_t(c) * stride + size_t(b) * sizeof block], &block, sizeof block);
+    }
+  }
+  for (int pattern : {0x00, 0xff, 0x80, 0x7f, 0xaa, 0x55}) {
+    std::vector<uint8_t> w(size_t(n_blocks) * format.block_bytes, uint8_t(pattern));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      for (size_t field : format.half_fields) {
+        const fp16_t one = fp32_to_fp16(1.0f);
+        std::memcpy(&w[size_t(b) * format.block_bytes + field], &one, 2);
+      }
+    }
+    float out[3];
+    kernel(n, w.data(), x.data(), stride, 3, out);
+    for (int c = 0; c < 3; ++c) {
+      const ExactDot exact = exact_dot(format, w.data(), &x[size_t(c) * stride], n);
+      EXPECT_NEAR(out[c], exact.value, kDotRelativeTolerance * exact.magnitude)
+          << kernel_name << " pattern " << pattern << " column " << c;
+    }
+  }
+}
+
+TEST_P(KQuantFormat, ScalarDotOfExtremeBlocks) {
+  check_extremes(GetParam(), GetParam().scalar, "scalar");
+}
+
+TEST_P(KQuantFormat, Avx2DotOfExtremeBlocks) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C/BMI2; AVX2 kernel not run";
+  check_extremes(GetParam(), GetParam().avx2, "avx2");
+}
+
 // A column's result must not depend on the columns computed with it (batching for prefill must
 // not change a token's logits): column c inside a group of 7 equals column c alone, bit for bit.
 void check_column_independence(const Format& format, VecDotFn kernel) {
