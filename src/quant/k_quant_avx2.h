@@ -2,11 +2,14 @@
 // *_avx2.cpp files: everything here is inline, compiled with -mavx2 -mfma -mf16c -mbmi2, and lives
 // in its own namespace so no scalar file can end up calling a copy of it.
 //
-// How every kernel works: a weight super-block is decoded once into unsigned 8-bit quants, then
-// for each activation column in the group maddubs (u8 x s8 -> pairs summed in i16) and madd with
-// the sub-block scales (i16 x i16 -> pairs summed in i32) accumulate exact integer sums; offsets
-// and minimums come from the Q8_K bsums. Once per super-block the integer lanes are converted and
-// fused into float lanes with d_w * d_x, and the lanes are summed once per row.
+// How every kernel works: a weight super-block is decoded once into unsigned 8-bit quants (IQ4_XS:
+// code book magnitudes, their signs moved onto the activations), then for each activation column
+// of the group maddubs (u8 x s8 -> pairs summed in i16) and madd with the sub-block scales
+// (i16 x i16 -> pairs summed in i32) accumulate exact integer sums; quant offsets and minimums
+// come from the Q8_K bsums. Once per super-block the integer lanes are converted and fused into
+// float lanes with d_w * d_x, and the lanes are summed once per row. The vector ports, not memory,
+// are the limit in an L2-resident loop, so decoding avoids shifts and conversions where a mask or
+// a pshufb does.
 #pragma once
 
 #include "quant/q8_k.h"
@@ -125,6 +128,18 @@ inline __m256i unpack_k_scales(const uint8_t* p) {
       raw, _mm_setr_epi8(-128, -128, -128, -128, 0, 1, 2, 3, -128, -128, -128, -128, 4, 5, 6, 7));
   const __m128i high = _mm_and_si128(_mm_srli_epi32(highs, 2), _mm_set1_epi8(0x30));
   return _mm256_broadcastsi128_si256(_mm_or_si128(low, high));
+}
+
+// The float step of a type-1 super-block (Q2_K, Q4_K, Q5_K) for one column:
+//   acc + sums * (d * xd) - min_sums * (dmin * xd)
+// with d, dmin in lanes 0 and 1 of d_dmin. `lane1` is _mm256_set1_epi32(1), made opaque by the
+// caller (it selects dmin * xd for the broadcast).
+inline __m256 accumulate_type1(__m256 acc, __m128 d_dmin, float xd, __m256i sums, __m256i min_sums,
+                               __m256i lane1) {
+  const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(xd));
+  acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums), acc);
+  return _mm256_fnmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(scaled), lane1),
+                          _mm256_cvtepi32_ps(min_sums), acc);
 }
 
 // Every i16 lane of each 128-bit half gets element k (0..7) of that half.

@@ -13,6 +13,7 @@ using namespace kquant::avx2;
 template <int kCols>
 void dot_q4_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride, float* out) {
   const __m256i low_nibbles = opaque(_mm256_set1_epi8(0x0f));
+  const __m256i lane1 = opaque(_mm256_set1_epi32(1));
   __m256 acc[kCols];
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
@@ -42,11 +43,8 @@ void dot_q4_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
     }
     const __m128 d_dmin = load_fp16_pair(w + offsetof(BlockQ4_K, d));
     for (int c = 0; c < kCols; ++c) {
-      const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(load_f32(xb[c])));
       const __m256i min_sums = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), mins);
-      acc[c] = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-      acc[c] = _mm256_fnmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scaled)),
-                                _mm256_cvtepi32_ps(min_sums), acc[c]);
+      acc[c] = accumulate_type1(acc[c], d_dmin, load_f32(xb[c]), sums[c], min_sums, lane1);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);
