@@ -78,4 +78,39 @@ float search_scale_min(int n, int nmax, const float* x, const float* weights,
   return scale;
 }
 
+Type1SuperBlock quantize_type1_super_block(const float* x, int nmax, const ScaleMinSearch& search) {
+  Type1SuperBlock block;
+  float scales[8], mins[8];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float* xs = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+    const float rms = std::sqrt(sum_x2 / 32);
+    float weights[32];
+    for (int l = 0; l < 32; ++l) weights[l] = rms + std::fabs(xs[l]);
+    scales[j] = search_scale_min(32, nmax, xs, weights, search, block.levels + 32 * j, &mins[j]);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    // ggml converts to uint8_t before capping at 63; a negative fit wraps around and is capped.
+    block.scale_codes[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
+    block.min_codes[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
+  }
+  block.d = fp32_to_fp16(max_scale / 63.0f);
+  block.dmin = fp32_to_fp16(max_min / 63.0f);
+
+  for (int j = 0; j < 8; ++j) {
+    const float d = fp16_to_fp32(block.d) * block.scale_codes[j];
+    if (d == 0.0f) continue;
+    const float dm = fp16_to_fp32(block.dmin) * block.min_codes[j];
+    for (int i = 32 * j; i < 32 * j + 32; ++i)
+      block.levels[i] = uint8_t(clamp_int(nearest_int((x[i] + dm) / d), 0, nmax));
+  }
+  return block;
+}
+
 }  // namespace strata::kquant

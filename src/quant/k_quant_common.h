@@ -57,4 +57,19 @@ struct ScaleMinSearch {
 float search_scale_min(int n, int nmax, const float* x, const float* weights,
                        const ScaleMinSearch& search, uint8_t* levels, float* min_out);
 
+// A Q4_K / Q5_K super-block before bit packing.
+struct Type1SuperBlock {
+  uint8_t scale_codes[8];  // 6-bit
+  uint8_t min_codes[8];    // 6-bit
+  fp16_t d;
+  fp16_t dmin;
+  uint8_t levels[kSuperBlock];  // in [0, nmax]
+};
+
+// ggml's quantize_row_q4_K_ref / q5_K_ref up to the packing: each 32-weight sub-block gets a
+// (scale, min) fit weighted by rms(sub-block) + |x|; the largest scale and minimum set
+// d = max / 63 and dmin; the fits become 6-bit codes; then every weight is re-rounded against its
+// coded scale and minimum (a sub-block whose coded scale is zero keeps the fit's levels).
+Type1SuperBlock quantize_type1_super_block(const float* x, int nmax, const ScaleMinSearch& search);
+
 }  // namespace strata::kquant

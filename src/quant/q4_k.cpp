@@ -11,9 +11,6 @@
 #include "quant/k_scales.h"
 #include "quant/q8_k.h"
 
-#include <algorithm>
-#include <cmath>
-
 namespace strata {
 namespace {
 
@@ -44,47 +41,18 @@ void dequantize_row_q4_k(const void* blocks, float* out, int64_t n) {
   }
 }
 
-// ggml's quantize_row_q4_K_ref (what llama-quantize writes without an importance matrix): each
-// sub-block gets a weighted (scale, min) fit, weights rms(sub-block) + |x|; the largest scale and
-// minimum set d = max / 63 and dmin; the fits become 6-bit codes; then every weight is
-// re-rounded against the coded scale and minimum.
+// ggml's quantize_row_q4_K_ref, what llama-quantize writes without an importance matrix (the
+// procedure is kquant::quantize_type1_super_block's), with 16 levels.
 void quantize_row_q4_k(const float* in, void* blocks, int64_t n) {
   constexpr kquant::ScaleMinSearch kSearch = {-1.0f, 0.1f, 20, false};
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const float* x = in + b * kSuperBlock;
-    uint8_t levels[kSuperBlock];
-    float scales[8], mins[8];
-    float max_scale = 0, max_min = 0;
-    for (int j = 0; j < 8; ++j) {
-      const float* xs = x + 32 * j;
-      float sum_x2 = 0;
-      for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-      const float rms = std::sqrt(sum_x2 / 32);
-      float weights[32];
-      for (int l = 0; l < 32; ++l) weights[l] = rms + std::fabs(xs[l]);
-      scales[j] = kquant::search_scale_min(32, 15, xs, weights, kSearch, levels + 32 * j, &mins[j]);
-      if (scales[j] > max_scale) max_scale = scales[j];
-      if (mins[j] > max_min) max_min = mins[j];
-    }
-    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-    uint8_t scale_codes[8], min_codes[8];
-    for (int j = 0; j < 8; ++j) {
-      scale_codes[j] = std::min<uint8_t>(63, uint8_t(kquant::nearest_int(inv_scale * scales[j])));
-      min_codes[j] = std::min<uint8_t>(63, uint8_t(kquant::nearest_int(inv_min * mins[j])));
-    }
+    const kquant::Type1SuperBlock fit = kquant::quantize_type1_super_block(x, 15, kSearch);
+    const uint8_t* levels = fit.levels;
     BlockQ4_K block;
-    kquant::pack_k_scales(scale_codes, min_codes, block.scales);
-    block.d = fp32_to_fp16(max_scale / 63.0f);
-    block.dmin = fp32_to_fp16(max_min / 63.0f);
-
-    for (int j = 0; j < 8; ++j) {
-      const float d = fp16_to_fp32(block.d) * scale_codes[j];
-      if (d == 0.0f) continue;  // keeps the fit's levels, as ggml does
-      const float dm = fp16_to_fp32(block.dmin) * min_codes[j];
-      for (int i = 32 * j; i < 32 * j + 32; ++i)
-        levels[i] = uint8_t(kquant::clamp_int(kquant::nearest_int((x[i] + dm) / d), 0, 15));
-    }
+    kquant::pack_k_scales(fit.scale_codes, fit.min_codes, block.scales);
+    block.d = fit.d;
+    block.dmin = fit.dmin;
     for (int g = 0; g < 4; ++g)
       for (int l = 0; l < 32; ++l)
         block.qs[32 * g + l] = uint8_t(levels[64 * g + l] | levels[64 * g + 32 + l] << 4);
