@@ -39,7 +39,7 @@ std::vector<float> ModelRunner::logits(const std::vector<int32_t>& tokens, int64
 std::vector<int32_t> ModelRunner::routes(const std::vector<int32_t>& tokens) {
   const auto& config = model_->config();
   const int64_t n = int64_t(tokens.size()), k = config.n_expert_used;
-  std::vector<int32_t> result(size_t(config.n_layer * n * k));
+  std::vector<int32_t> result(static_cast<size_t>(config.n_layer * n * k));
   Transformer transformer(model_, *store_, *pool_);
   transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
     std::copy(experts.begin(), experts.end(), result.begin() + (layer * n + t) * k);

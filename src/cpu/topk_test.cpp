@@ -15,13 +15,13 @@ TEST(TopK, MatchesStableSortOnRandomInputsWithTies) {
   for (int trial = 0; trial < 2000; ++trial) {
     const int n = 1 + int(rng() % 200);
     const int k = 1 + int(rng() % std::min(n, 16));
-    std::vector<float> values(size_t(n));
+    std::vector<float> values(static_cast<size_t>(n));
     for (auto& v : values) v = float(int(rng() % 20)) * 0.5f;  // many ties
-    std::vector<int32_t> expected(size_t(n));
+    std::vector<int32_t> expected(static_cast<size_t>(n));
     std::iota(expected.begin(), expected.end(), 0);
     std::stable_sort(expected.begin(), expected.end(),
                      [&](int32_t a, int32_t b) { return values[a] > values[b]; });
-    std::vector<int32_t> got(size_t(k));
+    std::vector<int32_t> got(static_cast<size_t>(k));
     top_k(values.data(), n, k, got.data());
     for (int i = 0; i < k; ++i) ASSERT_EQ(got[i], expected[i]) << "trial " << trial << " i " << i;
   }

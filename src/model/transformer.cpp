@@ -138,6 +138,8 @@ void Transformer::route(int layer, int64_t n) {
   const LayerWeights& w = model_->weights().layers[size_t(layer)];
   const int64_t n_expert = config_.n_expert;
   const int k = int(config_.n_expert_used);
+  if (router_input_observer_)
+    router_input_observer_(layer, n, {normed_.data(), size_t(n * config_.n_embd)});
   router_logits_.resize(size_t(n * n_expert));
   const MatmulJob job{&w.router,
                       &converted(normed_.data(), n, config_.n_embd, activation_type(w.router)),
@@ -180,7 +182,7 @@ Status Transformer::moe_block(int layer, int64_t n) {
 
   // Group the (token, pick) pairs by expert: rows [offset[e], offset[e] + count[e]) of the
   // gathered activations belong to expert e.
-  std::vector<int64_t> count(size_t(config_.n_expert), 0), offset(size_t(config_.n_expert), 0);
+  std::vector<int64_t> count(static_cast<size_t>(config_.n_expert), 0), offset(size_t(config_.n_expert), 0);
   for (int32_t e : picks_) ++count[size_t(e)];
   std::vector<int32_t> used;
   for (int64_t e = 0, next = 0; e < config_.n_expert; ++e) {
@@ -191,7 +193,7 @@ Status Transformer::moe_block(int layer, int64_t n) {
   const int64_t n_rows = n * k;
   std::vector<int64_t> row_of_pick(static_cast<size_t>(n_rows)), token_of_row(static_cast<size_t>(n_rows));
   {
-    std::vector<int64_t> filled(size_t(config_.n_expert), 0);
+    std::vector<int64_t> filled(static_cast<size_t>(config_.n_expert), 0);
     for (int64_t p = 0; p < n_rows; ++p) {
       const size_t e = size_t(picks_[size_t(p)]);
       const int64_t row = offset[e] + filled[e]++;

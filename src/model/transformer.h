@@ -29,6 +29,10 @@ namespace strata {
 
 // Called once per layer and token with the chosen experts, best first.
 using RouteObserver = std::function<void(int layer, int64_t token_index, std::span<const int32_t>)>;
+// Called once per layer with what the router reads: [n_tokens][n_embd] (the normed hidden
+// state). For calibration and analysis tools.
+using RouterInputObserver =
+    std::function<void(int layer, int64_t n_tokens, std::span<const float> router_input)>;
 
 class Transformer {
  public:
@@ -40,6 +44,9 @@ class Transformer {
                  std::vector<float>& logits);
 
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
+  void set_router_input_observer(RouterInputObserver observer) {
+    router_input_observer_ = std::move(observer);
+  }
   const Model& model() const { return *model_; }
 
  private:
@@ -56,6 +63,7 @@ class Transformer {
   ExpertStore& experts_;
   ThreadPool& pool_;
   RouteObserver route_observer_;
+  RouterInputObserver router_input_observer_;
 
   // Scratch, sized for the largest batch seen.
   std::vector<float> hidden_, normed_, q_, k_, v_, attn_out_, projected_;

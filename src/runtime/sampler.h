@@ -13,11 +13,11 @@ namespace strata {
 
 struct SamplerOptions {
   float temperature = 0.8f;
-  int top_k = 40;             // <= 0: off
-  float top_p = 0.95f;        // >= 1: off
-  float min_p = 0.05f;        // <= 0: off
+  int top_k = 40;               // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off
-  int repeat_last_n = 64;     // how many recent tokens the penalty looks at
+  int repeat_last_n = 64;       // how many recent tokens the penalty looks at
   uint64_t seed = 0;
 };
 

@@ -19,5 +19,6 @@ void add_chat_command(CLI::App& app, Action& action);
 void add_logits_command(CLI::App& app, Action& action);
 void add_tokenize_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
+void add_make_model_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools

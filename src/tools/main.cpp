@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_logits_command(app, action);
   add_tokenize_command(app, action);
   add_inspect_command(app, action);
+  add_make_model_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
