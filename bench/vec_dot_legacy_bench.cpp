@@ -5,7 +5,13 @@
 // last-level cache, so every pass reads from DRAM; the L2 variants (kResidentBytes) show the
 // kernels' compute speed alone.
 //
-//   vec_dot_legacy_bench --benchmark_filter='MatVec|StreamRead'
+// MatVec: 1 column (decode), 1 and 2 threads; MatMul4: 4 columns (prefill), GFLOP/s. Each
+// thread is one kernel call per row, as cpu/matmul.cpp makes them.
+//
+//   vec_dot_legacy_bench --benchmark_filter='MatVec/' --benchmark_repetitions=3
+//   vec_dot_legacy_bench --benchmark_filter='StreamRead'
+// On a shared machine, run it under `chrt -f 10` (and `taskset -c 1` for one thread): other
+// processes' time slices otherwise show up as lost bandwidth.
 #include "base/cpu_features.h"
 #include "quant/bf16.h"
 #include "quant/f16.h"
@@ -37,6 +43,20 @@ constexpr int64_t kRowLength = 8192;                // weights per row
 constexpr size_t kMatrixBytes = size_t(1) << 30;    // > 300 MiB of L3 on the reference machine
 constexpr size_t kResidentBytes = size_t(1) << 20;  // fits a 2 MiB+ L2
 
+// How a matrix of a format is filled with sane random weights: each 64-bit word is
+// (random & keep) | force, then blocks get a random fp16 near 2^-7 in their first n_halves
+// fp16 fields (scale, minimum), so no NaN, infinity or subnormal slows the arithmetic down.
+struct Fill {
+  uint64_t keep = ~0ull;
+  uint64_t force = 0;
+  int n_halves = 0;
+};
+constexpr Fill kHalves{0x83ff83ff83ff83ffull, 0x3800380038003800ull};     // +-[0.5, 1)
+constexpr Fill kBfloat16s{0x807f807f807f807full, 0x3f003f003f003f00ull};  // +-[0.5, 1)
+constexpr Fill kFloats{0x807fffff807fffffull, 0x3f0000003f000000ull};     // +-[0.5, 1)
+constexpr Fill kScale{~0ull, 0, 1};
+constexpr Fill kScaleAndMinimum{~0ull, 0, 2};
+
 struct Kernel {
   const char* name;
   size_t block_bytes;
@@ -44,6 +64,7 @@ struct Kernel {
   size_t activation_block_bytes;
   QuantizeRowFn quantize_activations;
   VecDotFn vec_dot;
+  Fill fill;
   size_t row_bytes() const { return size_t(kRowLength / block_size) * block_bytes; }
   size_t activation_row_bytes() const {
     return size_t(kRowLength / block_size) * activation_block_bytes;
@@ -51,28 +72,24 @@ struct Kernel {
 };
 
 const Kernel kKernels[] = {
-    {"q4_0", 18, 32, 34, quantize_row_q8_0, vec_dot_q4_0_avx2},
-    {"q8_0", 34, 32, 34, quantize_row_q8_0, vec_dot_q8_0_avx2},
-    {"iq4_nl", 18, 32, 34, quantize_row_q8_0, vec_dot_iq4_nl_avx2},
-    {"f16", 2, 1, 2, quantize_row_f16, vec_dot_f16_avx2},
-    {"q4_1", 20, 32, 36, quantize_row_q8_1, vec_dot_q4_1_avx2},
-    {"q5_0", 22, 32, 34, quantize_row_q8_0, vec_dot_q5_0_avx2},
-    {"q5_1", 24, 32, 36, quantize_row_q8_1, vec_dot_q5_1_avx2},
-    {"bf16", 2, 1, 2, quantize_row_bf16, vec_dot_bf16_avx2},
-    {"f32", 4, 1, 4, quantize_row_f32, vec_dot_f32_avx2},
+    {"q4_0", 18, 32, 34, quantize_row_q8_0, vec_dot_q4_0_avx2, kScale},
+    {"q8_0", 34, 32, 34, quantize_row_q8_0, vec_dot_q8_0_avx2, kScale},
+    {"iq4_nl", 18, 32, 34, quantize_row_q8_0, vec_dot_iq4_nl_avx2, kScale},
+    {"f16", 2, 1, 2, quantize_row_f16, vec_dot_f16_avx2, kHalves},
+    {"q4_1", 20, 32, 36, quantize_row_q8_1, vec_dot_q4_1_avx2, kScaleAndMinimum},
+    {"q5_0", 22, 32, 34, quantize_row_q8_0, vec_dot_q5_0_avx2, kScale},
+    {"q5_1", 24, 32, 36, quantize_row_q8_1, vec_dot_q5_1_avx2, kScaleAndMinimum},
+    {"bf16", 2, 1, 2, quantize_row_bf16, vec_dot_bf16_avx2, kBfloat16s},
+    {"f32", 4, 1, 4, quantize_row_f32, vec_dot_f32_avx2, kFloats},
 };
 
-// The weight matrix, shared by all benchmarks and refilled when the format changes: random
-// quants with fp16 scales (and minimums) near 2^-7, or random values in +-[0.5, 1) for the float
-// formats, so no NaN, infinity or subnormal slows the arithmetic down.
+// The weight matrix, shared by all benchmarks and refilled when the format changes.
 class SharedMatrix {
  public:
   // REQUIRES: called by every thread of a benchmark before its timing loop.
   const uint8_t* prepare(const Kernel& kernel) {
     std::lock_guard lock(mutex_);
-    if (!bytes_) {
-      bytes_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, kMatrixBytes)));
-    }
+    if (!bytes_) bytes_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, kMatrixBytes)));
     if (format_ != kernel.name) {
       fill(kernel);
       format_ = kernel.name;
@@ -82,26 +99,17 @@ class SharedMatrix {
 
  private:
   void fill(const Kernel& kernel) {
-    // Per 64-bit word: which bits stay random and which are forced, by element size.
-    uint64_t keep = ~0ull, force = 0;
-    if (kernel.block_size == 1 && kernel.block_bytes == 2 && kernel.name == std::string("f16")) {
-      keep = 0x83ff83ff83ff83ffull, force = 0x3800380038003800ull;
-    } else if (kernel.block_size == 1 && kernel.block_bytes == 2) {
-      keep = 0x807f807f807f807full, force = 0x3f003f003f003f00ull;
-    } else if (kernel.block_size == 1) {
-      keep = 0x807fffff807fffffull, force = 0x3f0000003f000000ull;
-    }
     std::mt19937_64 rng(42);
     for (size_t i = 0; i < kMatrixBytes; i += 8) {
-      const uint64_t word = (rng() & keep) | force;
+      const uint64_t word = (rng() & kernel.fill.keep) | kernel.fill.force;
       std::memcpy(bytes_.get() + i, &word, 8);
     }
-    if (kernel.block_size == 1) return;
-    const bool has_minimum = kernel.activation_block_bytes == 36;
-    for (size_t b = 0; b + kernel.block_bytes <= kMatrixBytes; b += kernel.block_bytes) {
-      const uint16_t scale = uint16_t(0x2000 | (rng() & 0x83ff));
-      std::memcpy(bytes_.get() + b, &scale, 2);
-      if (has_minimum) std::memcpy(bytes_.get() + b + 2, &scale, 2);
+    for (size_t b = 0; kernel.fill.n_halves > 0 && b + kernel.block_bytes <= kMatrixBytes;
+         b += kernel.block_bytes) {
+      for (int h = 0; h < kernel.fill.n_halves; ++h) {
+        const uint16_t half = uint16_t(0x2000 | (rng() & 0x83ff));
+        std::memcpy(bytes_.get() + b + 2 * h, &half, 2);
+      }
     }
   }
 
@@ -155,7 +163,8 @@ void run_products(benchmark::State& state, const Kernel& kernel, size_t matrix_b
       benchmark::Counter::kIsRate);
 }
 
-// The hardware's streaming read speed over the same matrix: AVX2 loads, one add each.
+// The hardware's streaming read speed over the same matrix: AVX2 loads, one add each, with the
+// kernels' software prefetch (4 KiB ahead, into L2).
 __attribute__((target("avx2"))) void StreamRead(benchmark::State& state) {
   const size_t bytes_per_thread = kMatrixBytes / state.threads();
   const auto* start =
@@ -163,6 +172,7 @@ __attribute__((target("avx2"))) void StreamRead(benchmark::State& state) {
   for (auto _ : state) {
     __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
     for (size_t i = 0; i < bytes_per_thread; i += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(start) + i + 4096, _MM_HINT_T1);
       sum0 = _mm256_add_epi64(sum0, _mm256_load_si256(reinterpret_cast<const __m256i*>(start + i)));
       sum1 = _mm256_add_epi64(sum1,
                               _mm256_load_si256(reinterpret_cast<const __m256i*>(start + i + 32)));

@@ -1,10 +1,14 @@
 // The AVX2 dot-product skeleton of the 32-weight block formats, and the byte tricks their
 // decoders share. Include only from *_avx2.cpp files (compiled with -mavx2 -mfma -mf16c).
 //
-// A format supplies a decoder (below: SignedDecoder, UnsignedDecoder) that turns one weight
-// block into 32 int8 quants in a register, once; the skeleton then dots those quants with the
-// int8 activations of up to four columns (maddubs + madd: 32 products -> 8 int32 partial sums,
-// exact), converts the partial sums to float and accumulates scale * partials per column.
+// A format supplies a decoder that turns one weight block into 32 int8 quants in a register
+// (SignedQuants, OffsetQuants or MinimumQuants below), once; the skeleton then dots those quants
+// with the int8 activations of up to four columns (maddubs + madd: 32 products -> 8 int32
+// partial sums, exact), converts the partial sums to float and accumulates scale * partials per
+// column. Per column and block that is 6-7 vector operations that only ports 0 and 1 execute,
+// the bottleneck (decoding adds 1-3 per block, shared by the group). Computing the scale
+// products 8 blocks at a time instead of one multiply per block was tried: the scalar lookups
+// and stores it needs cost more than the multiply.
 //
 // Determinism: every column runs the same sequence of float operations whichever group it is
 // in: even blocks into one accumulator, odd blocks into another (two chains hide the FMA
@@ -22,9 +26,12 @@
 
 namespace strata::block32_avx2 {
 
-// How far ahead of the block being decoded the weight row is prefetched (past the row's end
-// too: prefetches never fault, and the next row usually follows).
-inline constexpr int64_t kPrefetchBytes = 1024;
+// How far ahead of the block being decoded the weight row is prefetched, into L2. Without it a
+// 1-column Q4_0 product streams at about half the DRAM bandwidth: rows are a few KiB, and the
+// hardware prefetcher, which stops at page boundaries, ramps up again at each. 4 KiB ahead
+// measured best (1-8 KiB tried); into L1 (T0) it was slower, as L1's few fill buffers limit the
+// misses in flight. Prefetches past the row's end never fault, and the next row usually follows.
+inline constexpr int64_t kPrefetchBytes = 4096;
 
 // fp16 -> fp32 for every half. The kernels look scales up here rather than convert them with
 // F16C: vcvtph2ps (and the vpinsrw that feeds it a 16-bit scalar) need port 5, which unpacking
@@ -175,7 +182,7 @@ void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_
   for (; b + 2 <= n_blocks; b += 2) {
     _mm_prefetch(reinterpret_cast<const char*>(w) + b * int64_t(sizeof(typename Format::Block)) +
                      kPrefetchBytes,
-                 _MM_HINT_T0);
+                 _MM_HINT_T1);
     accumulate_block<Format, kCols>(table, w, x, x_stride, b, even, minimum_terms);
     accumulate_block<Format, kCols>(table, w, x, x_stride, b + 1, odd, minimum_terms);
   }

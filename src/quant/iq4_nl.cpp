@@ -19,11 +19,14 @@ int code(const BlockIQ4_NL& block, int j) {
 }
 
 // The index of the code nearest to `value`, the larger one at an exact midpoint: the number of
-// midpoints at or below `value` (codes are sorted). Sums of two codes are exact in float.
+// midpoints at or below `value`, found by binary search (the codes are sorted). Sums of two
+// codes are exact in float, so the comparisons are exact.
 int nearest_code(float value) {
   int index = 0;
-  for (int k = 1; k < 16; ++k)
-    index += 2.0f * value >= float(kIQ4NLValues[k - 1] + kIQ4NLValues[k]);
+  for (int step = 8; step > 0; step /= 2) {
+    if (2.0f * value >= float(kIQ4NLValues[index + step - 1] + kIQ4NLValues[index + step]))
+      index += step;
+  }
   return index;
 }
 

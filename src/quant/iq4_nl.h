@@ -18,6 +18,10 @@ static_assert(sizeof(BlockIQ4_NL) == 18);
 inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// quantize_row_iq4_nl equals what llama-quantize writes without an importance matrix (a search
+// over 15 candidate scales per block, iq4_nl.cpp). Dot products take Q8_0 activations and
+// REQUIRE what q8_0.h says of them. All functions are pure and safe to call concurrently; rows
+// may start at any byte.
 void dequantize_row_iq4_nl(const void* blocks, float* out, int64_t n);
 void quantize_row_iq4_nl(const float* in, void* blocks, int64_t n);
 void vec_dot_iq4_nl_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,

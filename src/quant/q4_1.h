@@ -15,6 +15,9 @@ struct BlockQ4_1 {
 };
 static_assert(sizeof(BlockQ4_1) == 20);
 
+// quantize_row_q4_1 equals ggml's quantize_row_q4_1_ref. Dot products take Q8_1 activations
+// (quantize_row_q8_1). All functions are pure and safe to call concurrently; rows may start at
+// any byte.
 void dequantize_row_q4_1(const void* blocks, float* out, int64_t n);
 void quantize_row_q4_1(const float* in, void* blocks, int64_t n);
 void vec_dot_q4_1_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,

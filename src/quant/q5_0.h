@@ -15,6 +15,9 @@ struct BlockQ5_0 {
 };                 // weight = (quant - 16) * d
 static_assert(sizeof(BlockQ5_0) == 22);
 
+// quantize_row_q5_0 equals ggml's quantize_row_q5_0_ref, what llama-quantize writes without an
+// importance matrix. Dot products take Q8_0 activations (quantize_row_q8_0). All functions are
+// pure and safe to call concurrently; rows may start at any byte.
 void dequantize_row_q5_0(const void* blocks, float* out, int64_t n);
 void quantize_row_q5_0(const float* in, void* blocks, int64_t n);
 void vec_dot_q5_0_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,

@@ -16,6 +16,9 @@ struct BlockQ5_1 {
 };
 static_assert(sizeof(BlockQ5_1) == 24);
 
+// quantize_row_q5_1 equals ggml's quantize_row_q5_1_ref. Dot products take Q8_1 activations
+// (quantize_row_q8_1). All functions are pure and safe to call concurrently; rows may start at
+// any byte.
 void dequantize_row_q5_1(const void* blocks, float* out, int64_t n);
 void quantize_row_q5_1(const float* in, void* blocks, int64_t n);
 void vec_dot_q5_1_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
