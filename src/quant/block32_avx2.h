@@ -90,6 +90,50 @@ inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(sum);
 }
 
+// One block of 32 activations quantized with the instructions of llama.cpp's AVX2
+// quantize_row_q8_0/q8_1 (block32::quantize_activations states it in scalar code): max|x| by
+// maxps, multiplier 127 / max, roundps to nearest even, cvtps2dq, saturating packs. Returns
+// d = max / 127 (before fp16 rounding) and the wrapping int32 sum of the unsaturated quants.
+struct QuantizedActivations {
+  float d;
+  int32_t sum;
+};
+
+inline QuantizedActivations quantize_activations(const float* x, int8_t* qs) {
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_loadu_ps(x + 8 * k);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v[k]));
+  }
+  __m128 max4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+  max4 = _mm_max_ps(max4, _mm_movehl_ps(max4, max4));
+  max4 = _mm_max_ss(max4, _mm_movehdup_ps(max4));
+  const float max = _mm_cvtss_f32(max4);
+  const __m256 multiplier = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k) {
+    const __m256 scaled = _mm256_mul_ps(v[k], multiplier);
+    q[k] =
+        _mm256_cvtps_epi32(_mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  const __m256i sum8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
+  sum = _mm_add_epi32(sum, _mm_unpackhi_epi64(sum, sum));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 1));
+  // The packs work within 128-bit lanes; the permutation puts the 32 bytes back in order.
+  const __m256i bytes =
+      _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(qs),
+      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  return {max / 127.0f, _mm_cvtsi128_si32(sum)};
+}
+
+inline uint16_t float_to_half(float value) {
+  return uint16_t(_cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT));
+}
+
 // Weights that are signed int8 of any range (Q8_0, IQ4_NL). maddubs multiplies unsigned by
 // signed bytes, so the weights' magnitudes are kept and their signs moved onto the activations.
 // REQUIRES of activations: no quant is -128 (its negation overflows). Our activation quantizer

@@ -2,6 +2,7 @@
 // round-trip error bounds on several distributions and magnitudes, zeros, constant rows, and
 // the activation quantizer (Q8_0, Q8_1) against a model of llama.cpp's AVX2 instructions.
 // (Bit-exactness against llama-quantize's output is in legacy_golden_test.cpp.)
+#include "quant/activation_rows.h"
 #include "quant/legacy_test_util.h"
 
 #include <gtest/gtest.h>
@@ -316,38 +317,55 @@ std::vector<float> activation_test_row(std::mt19937& rng) {
   return x;
 }
 
+struct ActivationQuantizers {
+  const char* name;
+  QuantizeRowFn q8_0;
+  QuantizeRowFn q8_1;
+};
+
+// The scalar reference, the AVX2 version and the public functions (whichever this CPU runs)
+// must all write what llama.cpp's AVX2 instructions make of each block.
 TEST(LegacyQuantize, ActivationsMatchLlamaCppAvx2Instructions) {
   if (!legacy_test::cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2 to model";
   std::mt19937 rng(23);
   const auto x = activation_test_row(rng);
   const int64_t n = int64_t(x.size());
-  std::vector<BlockQ8_0> q8_0(n / 32);
-  std::vector<BlockQ8_1> q8_1(n / 32);
-  quantize_row_q8_0(x.data(), q8_0.data(), n);
-  quantize_row_q8_1(x.data(), q8_1.data(), n);
-  for (int64_t b = 0; b < n / 32; ++b) {
-    int8_t qs[32];
-    float d;
-    int sum;
-    avx2_model_q8(x.data() + 32 * b, qs, &d, &sum);
-    ASSERT_EQ(q8_0[b].d, fp32_to_fp16(d)) << b;
-    ASSERT_EQ(std::memcmp(q8_0[b].qs, qs, 32), 0) << b;
-    ASSERT_EQ(q8_1[b].d, fp32_to_fp16(d)) << b;
-    ASSERT_EQ(q8_1[b].s, fp32_to_fp16(d * float(sum))) << b;
-    ASSERT_EQ(std::memcmp(q8_1[b].qs, qs, 32), 0) << b;
+  const ActivationQuantizers implementations[] = {
+      {"scalar", activation_rows::quantize_q8_0_scalar, activation_rows::quantize_q8_1_scalar},
+      {"avx2", activation_rows::quantize_q8_0_avx2, activation_rows::quantize_q8_1_avx2},
+      {"public", quantize_row_q8_0, quantize_row_q8_1},
+  };
+  for (const auto& implementation : implementations) {
+    std::vector<BlockQ8_0> q8_0(n / 32);
+    std::vector<BlockQ8_1> q8_1(n / 32);
+    implementation.q8_0(x.data(), q8_0.data(), n);
+    implementation.q8_1(x.data(), q8_1.data(), n);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      int8_t qs[32];
+      float d;
+      int sum;
+      avx2_model_q8(x.data() + 32 * b, qs, &d, &sum);
+      SCOPED_TRACE(std::string(implementation.name) + " block " + std::to_string(b));
+      ASSERT_EQ(q8_0[b].d, fp32_to_fp16(d));
+      ASSERT_EQ(std::memcmp(q8_0[b].qs, qs, 32), 0);
+      ASSERT_EQ(q8_1[b].d, fp32_to_fp16(d));
+      ASSERT_EQ(q8_1[b].s, fp32_to_fp16(d * float(sum)));
+      ASSERT_EQ(std::memcmp(q8_1[b].qs, qs, 32), 0);
+    }
+    // The ties block: k + 0.5 to even, where the scalar reference would round away from zero.
+    const BlockQ8_0& ties = q8_0[n / 32 - 4];
+    EXPECT_EQ(ties.qs[0], -16);  // -15.5
+    EXPECT_EQ(ties.qs[1], -14);  // -14.5
+    EXPECT_EQ(ties.qs[16], 0);   // 0.5
+    EXPECT_EQ(ties.qs[17], 2);   // 1.5
   }
-  // The ties block: k + 0.5 to even, where the scalar reference would round away from zero.
-  const BlockQ8_0& ties = q8_0[n / 32 - 4];
-  EXPECT_EQ(ties.qs[0], -16);  // -15.5
-  EXPECT_EQ(ties.qs[1], -14);  // -14.5
-  EXPECT_EQ(ties.qs[16], 0);   // 0.5
-  EXPECT_EQ(ties.qs[17], 2);   // 1.5
 }
 
 __attribute__((target("f16c"))) uint16_t hardware_float_to_half(float f) {
   return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
 }
 
+// Every length up to 40 (the AVX2 converter's tail) and a long row of random bit patterns.
 TEST(LegacyQuantize, F16RoundsLikeF16C) {
   if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "CPU has no F16C to compare against";
   std::mt19937 rng(24);
@@ -356,10 +374,17 @@ TEST(LegacyQuantize, F16RoundsLikeF16C) {
     v = std::bit_cast<float>(uint32_t(rng()));
     if (std::isnan(v)) v = 1.0f;
   }
-  std::vector<uint8_t> q(x.size() * 2);
-  quantize_row_f16(x.data(), q.data(), int64_t(x.size()));
-  for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_EQ(uint16_t(q[2 * i] | q[2 * i + 1] << 8), hardware_float_to_half(x[i])) << x[i];
+  std::vector<QuantizeRowFn> converters = {activation_rows::convert_f16_scalar, quantize_row_f16};
+  if (legacy_test::cpu_has_avx2()) converters.push_back(activation_rows::convert_f16_avx2);
+  for (QuantizeRowFn convert : converters) {
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 40, 100000}) {
+      std::vector<uint8_t> q(size_t(n) * 2);
+      convert(x.data(), q.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(uint16_t(q[2 * i] | q[2 * i + 1] << 8), hardware_float_to_half(x[i]))
+            << x[i] << " n=" << n;
+    }
+  }
 }
 
 // Round to nearest even on the bit pattern: among the two bfloat16 neighbours (the float's top

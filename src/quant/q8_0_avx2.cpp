@@ -2,9 +2,11 @@
 // (block32_avx2.h, SignedQuants).
 #include "quant/q8_0.h"
 
+#include "quant/activation_rows.h"
 #include "quant/block32_avx2.h"
 
 #include <cstddef>
+#include <cstring>
 
 namespace strata {
 namespace {
@@ -28,6 +30,16 @@ struct Format {
 void vec_dot_q8_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                        float* out) {
   avx2::vec_dot<Format>(n, w, x, x_stride, n_cols, out);
+}
+
+void activation_rows::quantize_q8_0_avx2(const float* in, void* blocks, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    auto* block = static_cast<uint8_t*>(blocks) + b * int64_t(sizeof(BlockQ8_0));
+    const auto quantized = avx2::quantize_activations(
+        in + b * 32, reinterpret_cast<int8_t*>(block + offsetof(BlockQ8_0, qs)));
+    const uint16_t d = avx2::float_to_half(quantized.d);
+    std::memcpy(block + offsetof(BlockQ8_0, d), &d, 2);
+  }
 }
 
 }  // namespace strata
