@@ -250,11 +250,13 @@ TEST(LegacyQuantize, IQ4_NLKnownBlock) {
 // error over Gaussian data must stay that of a 4-bit quantizer.
 TEST(LegacyQuantize, IQ4_NLPicksNearestCodes) {
   constexpr double kRatioSlack = 2 * 134 * 0x1p-11;
-  constexpr double kMaxRelativeRms = 0.12;  // llama.cpp's IQ4_NL: about 0.1 on N(0, 1) blocks
+  // Measured: 0.076 on N(0, 1) rows (Q4_0: 0.086), 0.064 uniform, 0.055 one-signed, and 0.110
+  // with 1-in-32 outliers of 30 sigma, whose blocks get a 30 times coarser scale.
+  constexpr double kMaxRelativeRms = 0.12;
   std::mt19937 rng(22);
   const Format& f = legacy_test::format(QuantType::kIQ4_NL);
   for (int kind = 0; kind < 4; ++kind) {
-    const auto x = random_row(32 * 256, 1.0f, kind, rng);
+    const auto x = random_row(32 * 256, kind == 3 ? 1000.0f : 1.0f, kind, rng);
     std::vector<uint8_t> q(f.row_bytes(int64_t(x.size())));
     f.quantize(x.data(), q.data(), int64_t(x.size()));
     const auto y = legacy_test::dequantize(f, q.data(), int64_t(x.size()));

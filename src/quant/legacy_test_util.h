@@ -16,6 +16,7 @@
 #include "quant/q8_1.h"
 #include "quant/quant_type.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
