@@ -86,8 +86,12 @@ class Session {
 
   const SessionStats& stats() const;
   void reset_stats();
-  // One line per fact: architecture, sizes, threads, SIMD level.
+  // One line: model, layers, experts, context, threads, SIMD level.
   std::string describe() const;
+  // Weight bytes a decode step reads with every expert resident (the bandwidth bound's
+  // numerator).
+  uint64_t decode_weight_bytes_per_token() const;
+  int n_threads() const;
 
  private:
   struct Impl;

@@ -11,9 +11,15 @@
 // and stores it needs cost more than the multiply.
 //
 // Determinism: every column runs the same sequence of float operations whichever group it is
-// in: even blocks into one accumulator, odd blocks into another (two chains hide the FMA
-// latency), then the two are added and summed horizontally in a fixed order. Only the integer
-// decoding is shared between the columns of a group.
+// in, then a fixed horizontal sum. A format chooses its accumulation (Format::kChains):
+//  * 2 chains, even blocks into one accumulator and odd blocks into another: hides the FMA
+//    latency; Q4_0 streams ~30 % faster on one core than with one chain (vec_dot_legacy_bench).
+//  * 1 chain, blocks in order: the order of llama.cpp's AVX2 vec_dot and llamafile GEMM, so our
+//    sums round exactly as theirs. That matters because a 1-ulp difference can flip an 8-bit
+//    activation quant downstream, a visible logit difference (tests/golden_parity_test.cpp).
+//    Q8_0 uses it: at 34 bytes a block it is memory-bound on two threads either way (21.3 vs
+//    21.4 GB/s measured), so exact parity costs nothing there.
+// Only the integer decoding is shared between the columns of a group.
 #pragma once
 
 #include <immintrin.h>
@@ -215,12 +221,14 @@ template <class Format, int kCols>
 template <class Format, int kCols>
 void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride,
                  float* out) {
+  static_assert(Format::kChains == 1 || Format::kChains == 2);
   __m256 even[kCols], odd[kCols];
   float minimum_terms[kCols];
   for_each_column<kCols>([&](auto c) {
     even[c] = odd[c] = _mm256_setzero_ps();
     minimum_terms[c] = 0.0f;
   });
+  auto& second = Format::kChains == 2 ? odd : even;
   const float* table = half_table();
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
@@ -228,11 +236,13 @@ void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_
                      kPrefetchBytes,
                  _MM_HINT_T1);
     accumulate_block<Format, kCols>(table, w, x, x_stride, b, even, minimum_terms);
-    accumulate_block<Format, kCols>(table, w, x, x_stride, b + 1, odd, minimum_terms);
+    accumulate_block<Format, kCols>(table, w, x, x_stride, b + 1, second, minimum_terms);
   }
   if (b < n_blocks) accumulate_block<Format, kCols>(table, w, x, x_stride, b, even, minimum_terms);
-  for_each_column<kCols>(
-      [&](auto c) { out[c] = horizontal_sum(_mm256_add_ps(even[c], odd[c])) + minimum_terms[c]; });
+  for_each_column<kCols>([&](auto c) {
+    const __m256 sum = Format::kChains == 2 ? _mm256_add_ps(even[c], odd[c]) : even[c];
+    out[c] = horizontal_sum(sum) + minimum_terms[c];
+  });
 }
 
 // The VecDotFn of a format: columns in groups of four, then the remainder as one group.

@@ -13,7 +13,8 @@ namespace {
 
 using namespace kquant::avx2;
 
-// Codes minus 32 of the 8 sub-blocks as i16, in both halves.
+// Codes minus 32 of the 8 sub-blocks as i16, in both halves. (Not the scale * 256 lanes of Q3_K:
+// with this format's products, up to 2 * 127 * 127 per pair, they would overflow i32.)
 __m256i decode_scales(const uint8_t* block) {
   uint16_t high;
   uint32_t low;
@@ -34,6 +35,7 @@ void dot_iq4_xs(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_s
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockIQ4_XS)) {
+    prefetch_ahead<sizeof(BlockIQ4_XS)>(w);
     const __m256i scales = decode_scales(w);
     const uint8_t* xb[kCols];
     __m256i sums[kCols];

@@ -19,6 +19,7 @@ void dot_q2_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ2_K)) {
+    prefetch_ahead<sizeof(BlockQ2_K)>(w);
     // Scale codes (low nibbles) and minimum codes (high nibbles), as bytes in both halves.
     const __m256i codes = _mm256_broadcastsi128_si256(load_128(w + offsetof(BlockQ2_K, scales)));
     const __m256i scale_codes = _mm256_and_si256(codes, low_nibbles);

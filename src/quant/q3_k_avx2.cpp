@@ -64,6 +64,7 @@ void dot_q3_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ3_K)) {
+    prefetch_ahead<sizeof(BlockQ3_K)>(w);
     const __m256i scales = decode_scales(w, k);
     const __m256i hmask = load_256(w + offsetof(BlockQ3_K, hmask));
     // Third bits of half h: bits 4h..4h+3 of hmask, as a nibble per byte.

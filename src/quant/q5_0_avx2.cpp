@@ -15,6 +15,7 @@ namespace avx2 = block32_avx2;
 struct Format {
   using Block = BlockQ5_0;
   using ActivationBlock = BlockQ8_0;
+  static constexpr int kChains = 2;  // compute-bound: hide the FMA latency (block32_avx2.h)
 
   static avx2::OffsetQuants<16> decode(const float* table, const uint8_t* block) {
     const __m256i nibbles = avx2::unpack_nibbles(block + offsetof(Block, qs));

@@ -18,6 +18,7 @@ void dot_q5_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ5_K)) {
+    prefetch_ahead<sizeof(BlockQ5_K)>(w);
     const __m256i codes = unpack_k_scales(w + offsetof(BlockQ5_K, scales));
     const __m256i mins = _mm256_shuffle_epi8(codes, zero_extend_mask(kMinPairsMask));
     const uint8_t* qs = w + offsetof(BlockQ5_K, qs);

@@ -37,6 +37,7 @@ void dot_q6_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
 
   for (int64_t b = 0; b < n_blocks; ++b, w += sizeof(BlockQ6_K)) {
+    prefetch_ahead<sizeof(BlockQ6_K)>(w);
     const uint8_t* scale_bytes = w + offsetof(BlockQ6_K, scales);
     const uint8_t* xb[kCols];
     __m256i sums[kCols];

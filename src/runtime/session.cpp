@@ -179,6 +179,12 @@ Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
   return generated;
 }
 
+uint64_t Session::decode_weight_bytes_per_token() const {
+  return impl_->model->decode_bytes_per_token();
+}
+
+int Session::n_threads() const { return impl_->pool->size(); }
+
 std::string Session::describe() const {
   const ModelConfig& c = impl_->model->config();
   return fmt::format("{} {} layers, {} experts (top-{}), context {}, {} threads, {} kernels",

@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace strata::tools {
 
@@ -14,11 +16,15 @@ using Action = std::function<int()>;
 // Prints "strata: <message>" to stderr; returns the exit code for a failed command.
 int report_failure(const Status& status);
 
+// The process's arguments, for the provenance records of benchmarks.
+const std::vector<std::string>& command_line();
+
 void add_run_command(CLI::App& app, Action& action);
 void add_chat_command(CLI::App& app, Action& action);
 void add_logits_command(CLI::App& app, Action& action);
 void add_tokenize_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_make_model_command(CLI::App& app, Action& action);
+void add_bench_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools

@@ -10,10 +10,14 @@ int report_failure(const Status& status) {
   return 1;
 }
 
+static std::vector<std::string> arguments;
+const std::vector<std::string>& command_line() { return arguments; }
+
 }  // namespace strata::tools
 
 int main(int argc, char** argv) {
   using namespace strata::tools;
+  arguments.assign(argv, argv + argc);
   CLI::App app{"Strata: Mixture-of-Experts inference with experts streamed from disk", "strata"};
   app.require_subcommand(1);
   Action action;
@@ -23,6 +27,7 @@ int main(int argc, char** argv) {
   add_tokenize_command(app, action);
   add_inspect_command(app, action);
   add_make_model_command(app, action);
+  add_bench_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,0 +1,25 @@
+#include <immintrin.h>
+
+#include "cpu/memory_bandwidth.h"
+
+namespace strata {
+
+float sum_floats_avx2(const float* x, int64_t n) {
+  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a = _mm256_add_ps(a, _mm256_loadu_ps(x + i));
+    b = _mm256_add_ps(b, _mm256_loadu_ps(x + i + 8));
+    c = _mm256_add_ps(c, _mm256_loadu_ps(x + i + 16));
+    d = _mm256_add_ps(d, _mm256_loadu_ps(x + i + 24));
+  }
+  const __m256 sum = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float lane : lanes) total += lane;
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+}  // namespace strata

@@ -1,0 +1,25 @@
+// Where a measurement came from: the build's commit, file hashes, the machine, the
+// environment. Benchmarks attach it to every result they write.
+#pragma once
+
+#include <strata/status.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace strata {
+
+const char* strata_build_commit();  // build_commit.cpp, generated at build time
+
+// Hex SHA-256 of a file's contents (streamed; fine for 17 GB models).
+Result<std::string> sha256_file(const std::string& path);
+
+// CPU model, cores, memory, kernel; the environment (variables whose names suggest secrets
+// are left out); this binary's path and hash.
+nlohmann::json machine_description();
+nlohmann::json environment_description();
+nlohmann::json binary_description();
+
+}  // namespace strata

@@ -1,0 +1,42 @@
+// strata bench -m MODEL [-m MODEL ...]: prefill and decode speed, n runs interleaved, JSON
+// with provenance to --out and a Markdown table to stdout.
+#include <strata/benchmark.h>
+
+#include <cstdio>
+
+#include "tools/command.h"
+#include "tools/output_file.h"
+
+namespace strata::tools {
+
+void add_bench_command(CLI::App& app, Action& action) {
+  auto* command = app.add_subcommand("bench", "speed suite with provenance (JSON)");
+  auto options = std::make_shared<BenchmarkOptions>();
+  auto out = std::make_shared<std::string>();
+  command->add_option("-m,--model", options->model_paths, "model(s); several are run interleaved")
+      ->required();
+  command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure");
+  command->add_option("-n,--gen-tokens", options->generated_tokens, "tokens to decode per run");
+  command->add_option("-r,--repetitions", options->repetitions, "runs per configuration (>= 3)");
+  command->add_option("-t,--threads", options->n_threads, "compute threads");
+  command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
+  command->add_option("-o,--out", *out, "write the JSON record here");
+  command->callback([&action, options, out] {
+    action = [options, out] {
+      options->command_line = command_line();
+      const auto report = run_benchmark(
+          *options, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+      if (!report.ok()) return report_failure(report.status());
+      if (!out->empty()) {
+        const auto& json = report.value().json;
+        const Status written = write_file_atomically(
+            *out, {reinterpret_cast<const uint8_t*>(json.data()), json.size()});
+        if (!written.ok()) return report_failure(written);
+      }
+      std::fputs(report.value().markdown.c_str(), stdout);
+      return 0;
+    };
+  });
+}
+
+}  // namespace strata::tools
