@@ -189,7 +189,7 @@ void check_vec_dot(const Format& format, VecDotFn kernel, const char* kernel_nam
       const auto w = random_weights(format, n_blocks, 1, rng);
       const size_t stride = row_bytes + 37;
       const auto x = random_columns(n, n_cols, 1, stride, rng);
-      std::vector<float> out(size_t(n_cols), -1.0f);
+      std::vector<float> out(static_cast<size_t>(n_cols), -1.0f);
       kernel(n, &w[1], &x[1], stride, n_cols, out.data());
       for (int c = 0; c < n_cols; ++c) {
         const ExactDot exact = exact_dot(format, &w[1], &x[1 + size_t(c) * stride], n);
