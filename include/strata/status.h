@@ -45,7 +45,11 @@ class [[nodiscard]] Result {
   Result(Status error) : state_(std::move(error)) {}  // NOLINT: REQUIRES !error.ok()
 
   bool ok() const { return std::holds_alternative<T>(state_); }
-  Status status() const { return ok() ? Status() : std::get<Status>(state_); }
+  // A reference into this Result (or to a shared success value): keep the Result alive.
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<Status>(state_);
+  }
 
   // REQUIRES: ok()
   T& value() & { return std::get<T>(state_); }

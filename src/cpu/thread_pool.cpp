@@ -6,9 +6,10 @@
 
 namespace strata {
 namespace {
-// About 50 µs of spinning on this machine: longer than the gap between two kernels of one layer,
-// much shorter than the gap between tokens.
-constexpr int kSpinIterations = 20000;
+// A few microseconds of spinning (pause is ~40-140 cycles): longer than the gap between two
+// kernels of one layer, short enough that a thread waiting for a core another thread of ours
+// needs (more threads than cores, or I/O threads) soon gets out of the way on a futex.
+constexpr int kSpinIterations = 2000;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -37,7 +38,12 @@ void ThreadPool::parallel_for(int64_t n_tasks,
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   run_tasks(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
+  for (int spin = 0; spin < kSpinIterations; ++spin) {
+    if (busy_workers_.load(std::memory_order_acquire) == 0) break;
+    _mm_pause();
+  }
+  for (int busy; (busy = busy_workers_.load(std::memory_order_acquire)) != 0;)
+    busy_workers_.wait(busy, std::memory_order_acquire);
   task_ = nullptr;
 }
 
@@ -64,7 +70,7 @@ void ThreadPool::worker_loop(int thread) {
     seen = current;
     if (stopping_.load()) return;
     run_tasks(thread);
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_workers_.notify_one();
   }
 }
 
