@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
 
 #include "golden_data.h"
 #include "model_runner.h"
@@ -36,29 +37,53 @@ struct Case {
   std::string folder;  // "synthetic" or "trained"
   std::string model;   // file stem
   std::string sequence;
-  fs::path model_path;
+  fs::path model_path, logits_path;
 };
+
+// The larger Q8_0 reference model and its golden files are not copied into the repository;
+// they are read from ../shared when it exists (SharedReference below says when it does not).
+fs::path shared_root() { return fs::path(STRATA_SOURCE_DIR) / "../shared"; }
+
+// Golden folders of the trained model: the repository's copy, then ../shared for the rest.
+std::vector<fs::path> trained_dirs() {
+  std::vector<fs::path> dirs = {golden::root() / "trained"};
+  if (fs::exists(shared_root() / "golden/trained"))
+    dirs.push_back(shared_root() / "golden/trained");
+  return dirs;
+}
+
+// Files named *suffix in `dirs`, the first folder winning when a name repeats.
+std::vector<fs::path> files_ending(const std::vector<fs::path>& dirs, const std::string& suffix) {
+  std::vector<fs::path> files;
+  std::set<std::string> seen;
+  for (const auto& dir : dirs)
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.ends_with(suffix) && seen.insert(name).second) files.push_back(entry.path());
+    }
+  return files;
+}
 
 fs::path model_path(const std::string& folder, const std::string& model) {
   if (folder == "synthetic") return golden::root() / "synthetic/models" / (model + ".gguf");
   const fs::path bundled = fs::path(STRATA_SOURCE_DIR) / "models" / (model + ".gguf");
   if (fs::exists(bundled)) return bundled;
-  return fs::path(STRATA_SOURCE_DIR) / "../shared/models" / (model + ".gguf");
+  return shared_root() / "models" / (model + ".gguf");
 }
 
 // One case per golden logits file, named <model>.<sequence>.logits.bin.
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const std::string folder : {"synthetic", "trained"}) {
-    const fs::path dir =
-        folder == "synthetic" ? golden::root() / "synthetic/logits" : golden::root() / "trained";
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string name = entry.path().filename().string();
-      if (!name.ends_with(".logits.bin")) continue;
+    const auto dirs = folder == "synthetic"
+                          ? std::vector<fs::path>{golden::root() / "synthetic/logits"}
+                          : trained_dirs();
+    for (const fs::path& path : files_ending(dirs, ".logits.bin")) {
+      const std::string name = path.filename().string();
       const std::string stem = name.substr(0, name.size() - std::string(".logits.bin").size());
       const size_t dot = stem.rfind('.');
-      cases.push_back({folder, stem.substr(0, dot), stem.substr(dot + 1),
-                       model_path(folder, stem.substr(0, dot))});
+      const std::string model = stem.substr(0, dot);
+      cases.push_back({folder, model, stem.substr(dot + 1), model_path(folder, model), path});
     }
   }
   std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) {
@@ -82,10 +107,7 @@ TEST_P(GoldenParity, LogitsMatchLlamaCpp) {
     GTEST_SKIP() << "model " << c.model << " is not available here (" << c.model_path << ")";
   testing::ModelRunner runner(c.model_path.string());
   const auto tokens = sequence_ids(c);
-  const fs::path logits_path =
-      (c.folder == "synthetic" ? golden::root() / "synthetic/logits" : golden::root() / "trained") /
-      (c.model + "." + c.sequence + ".logits.bin");
-  const auto golden_logits = golden::read_floats(logits_path);
+  const auto golden_logits = golden::read_floats(c.logits_path);
   ASSERT_EQ(golden_logits.size(), tokens.size() * size_t(runner.n_vocab()));
 
   // llama.cpp ran the whole sequence as one batch; so do we.
@@ -153,11 +175,10 @@ std::vector<GreedyCase> greedy_cases() {
     const std::string model = name.substr(0, name.find(".greedy32.json"));
     cases.push_back({model, model_path("synthetic", model), entry.path()});
   }
-  for (const auto& entry : fs::directory_iterator(golden::root() / "trained")) {
-    const std::string name = entry.path().filename().string();
-    if (!name.ends_with(".greedy32.json")) continue;
+  for (const fs::path& path : files_ending(trained_dirs(), ".greedy32.json")) {
+    const std::string name = path.filename().string();
     const std::string model = name.substr(0, name.find('.'));
-    cases.push_back({model, model_path("trained", model), entry.path()});
+    cases.push_back({model, model_path("trained", model), path});
   }
   std::sort(cases.begin(), cases.end(),
             [](const GreedyCase& a, const GreedyCase& b) { return a.greedy_path < b.greedy_path; });
@@ -189,6 +210,12 @@ std::string greedy_name(const ::testing::TestParamInfo<GreedyCase>& info) {
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
+}
+
+TEST(SharedReference, Q8ModelAvailable) {
+  if (!fs::exists(shared_root() / "models/strata-tiny-moe-q8_0.gguf"))
+    GTEST_SKIP() << "../shared/models/strata-tiny-moe-q8_0.gguf is not here: the Q8_0 reference "
+                    "model's parity checks did not run";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllGreedyFiles, GoldenGreedy, ::testing::ValuesIn(greedy_cases()),
