@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "base/cpu_features.h"
+#include "base/mapped_file.h"
+#include "base/progress.h"
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "model/kv_cache.h"
@@ -59,6 +61,11 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& options) {
   if (impl->options.n_ctx <= 0)
     impl->options.n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
   impl->model = model;
+  {
+    // Every expert stays resident in this store, so the whole file is read in now.
+    ProgressBar progress("loading " + options.model_path, file->file_size());
+    populate_mapping(file->bytes(), &progress);
+  }
   impl->experts = std::make_unique<ResidentExpertStore>(file, model->weights().experts);
   impl->pool = std::make_unique<ThreadPool>(impl->options.n_threads);
   impl->cache = std::make_unique<KvCache>(model->config(), impl->options.n_ctx);
