@@ -16,7 +16,8 @@ namespace avx2 = block32_avx2;
 struct Format {
   using Block = BlockQ8_0;
   using ActivationBlock = BlockQ8_0;
-  static constexpr int kChains = 1;  // memory-bound: llama.cpp's summation order for free (block32_avx2.h)
+  // Memory-bound anyway: llama.cpp's summation order for free (block32_avx2.h).
+  static constexpr int kChains = 1;
 
   static avx2::SignedQuants decode(const float* table, const uint8_t* block) {
     const __m256i quants =
