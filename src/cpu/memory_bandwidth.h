@@ -1,18 +1,31 @@
 // Measures this machine's memory read bandwidth the way the kernels read weights: every
-// thread of the pool streams its share of a buffer much larger than the caches.
+// thread of the pool streams its share of a buffer much larger than the caches. Benchmarks
+// probe right before each run, so a ratio against it compares like with like on machines
+// whose bandwidth drifts (shared hosts).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "cpu/thread_pool.h"
 
 namespace strata {
 
-// Bytes per second; the median of `repetitions` passes over `buffer_bytes`.
-double measure_read_bandwidth(ThreadPool& pool, uint64_t buffer_bytes = 1ull << 30,
-                              int repetitions = 5);
+class BandwidthProbe {
+ public:
+  // Allocates and touches the buffer once.
+  BandwidthProbe(ThreadPool& pool, uint64_t buffer_bytes);
 
-// Sums n floats (used by the probe; the AVX2 version keeps 4 loads in flight).
+  // Bytes per second: the median of `repetitions` passes over the buffer.
+  double measure(int repetitions);
+
+ private:
+  ThreadPool& pool_;
+  int64_t n_floats_;
+  std::unique_ptr<float[]> buffer_;
+};
+
+// Sums n floats (the probe's loop; the AVX2 version keeps 4 loads in flight).
 float sum_floats_scalar(const float* x, int64_t n);
 float sum_floats_avx2(const float* x, int64_t n);
 

@@ -31,7 +31,13 @@ constexpr const char* kDefaultPrompt =
 
 struct Run {
   double prefill_tokens_per_s, decode_tokens_per_s, decode_ms_per_token;
+  double bandwidth;  // bytes/s, probed just before the run
 };
+
+// Bandwidth is probed before every run over 512 MiB, 3 passes: ~0.1 s, and it tracks a shared
+// host's drift (measured here between 19 and 25 GB/s within an hour).
+constexpr uint64_t kProbeBytes = 512ull << 20;
+constexpr int kProbePasses = 3;
 
 Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::string& text,
                                            int64_t length) {
@@ -53,7 +59,7 @@ Result<Run> run_once(Session& session, const std::vector<int32_t>& prompt, int64
   STRATA_ASSIGN_OR_RETURN(const auto tokens, session.generate(prompt, options, nullptr));
   const SessionStats& stats = session.stats();
   return Run{stats.prefill_tokens_per_s(), stats.decode_tokens_per_s(),
-             stats.decode_tokens ? stats.decode_ms / double(stats.decode_tokens) : 0.0};
+             stats.decode_tokens ? stats.decode_ms / double(stats.decode_tokens) : 0.0, 0.0};
 }
 
 nlohmann::json summary_json(const Summary& s) {
@@ -92,13 +98,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                            {"threads", n_threads},
                            {"repetitions", options.repetitions},
                            {"generated_tokens", options.generated_tokens}};
-  {
-    ThreadPool pool(n_threads);
-    const double bandwidth = measure_read_bandwidth(pool);
-    record["memory_read_bandwidth_gb_s"] = bandwidth / 1e9;
-    progress(fmt::format("memory read bandwidth with {} threads: {:.1f} GB/s", n_threads,
-                         bandwidth / 1e9));
-  }
+  ThreadPool probe_pool(n_threads);
+  BandwidthProbe probe(probe_pool, kProbeBytes);
   if (!options.prompt_file.empty()) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(options.prompt_file));
     record["prompt_file"] = {{"path", options.prompt_file}, {"sha256", hash}};
@@ -132,45 +133,51 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       for (Variant& v : variants) {
         STRATA_ASSIGN_OR_RETURN(const auto prompt,
                                 prompt_tokens(*v.session, text, options.prompt_lengths[p]));
-        STRATA_ASSIGN_OR_RETURN(const Run run,
-                                run_once(*v.session, prompt, options.generated_tokens));
+        const double bandwidth = probe.measure(kProbePasses);
+        STRATA_ASSIGN_OR_RETURN(Run run, run_once(*v.session, prompt, options.generated_tokens));
+        run.bandwidth = bandwidth;
         v.runs[p].push_back(run);
-        progress(fmt::format("run {}/{} {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s",
-                             rep + 1, options.repetitions, v.path, options.prompt_lengths[p],
-                             run.prefill_tokens_per_s, run.decode_tokens_per_s));
+        progress(
+            fmt::format("run {}/{} {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s "
+                        "(memory {:.1f} GB/s)",
+                        rep + 1, options.repetitions, v.path, options.prompt_lengths[p],
+                        run.prefill_tokens_per_s, run.decode_tokens_per_s, bandwidth / 1e9));
       }
 
-  const double bandwidth = record["memory_read_bandwidth_gb_s"].get<double>();
-  std::string markdown = fmt::format(
-      "| model | prompt | prefill tok/s | decode tok/s | decode GB/s | of {:.1f} GB/s |\n"
-      "|---|---:|---:|---:|---:|---:|\n",
-      bandwidth);
+  std::string markdown =
+      "| model | prompt | prefill tok/s | decode tok/s | decode GB/s | memory GB/s | decode / "
+      "memory |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
   for (Variant& v : variants) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(v.path));
     const double bytes_per_token = double(v.session->decode_weight_bytes_per_token());
     for (size_t p = 0; p < options.prompt_lengths.size(); ++p) {
-      std::vector<double> prefill, decode, ms;
+      std::vector<double> prefill, decode, ms, achieved, bandwidth, fraction;
       for (const Run& r : v.runs[p]) {
         prefill.push_back(r.prefill_tokens_per_s);
         decode.push_back(r.decode_tokens_per_s);
         ms.push_back(r.decode_ms_per_token);
+        achieved.push_back(r.decode_tokens_per_s * bytes_per_token / 1e9);
+        bandwidth.push_back(r.bandwidth / 1e9);
+        fraction.push_back(r.decode_tokens_per_s * bytes_per_token / r.bandwidth);
       }
-      const Summary decode_summary = summarize(decode), prefill_summary = summarize(prefill);
-      const double achieved = decode_summary.median * bytes_per_token / 1e9;
+      const Summary d = summarize(decode), pf = summarize(prefill), f = summarize(fraction);
       results.push_back({{"model", {{"path", v.path}, {"sha256", hash}}},
                          {"prompt_tokens", options.prompt_lengths[p]},
-                         {"prefill_tokens_per_s", summary_json(prefill_summary)},
-                         {"decode_tokens_per_s", summary_json(decode_summary)},
+                         {"prefill_tokens_per_s", summary_json(pf)},
+                         {"decode_tokens_per_s", summary_json(d)},
                          {"decode_ms_per_token", summary_json(summarize(ms))},
                          {"decode_weight_bytes_per_token", bytes_per_token},
-                         {"decode_gb_s", achieved},
-                         {"decode_fraction_of_bandwidth", achieved / bandwidth}});
+                         {"decode_gb_s", summary_json(summarize(achieved))},
+                         {"memory_read_gb_s", summary_json(summarize(bandwidth))},
+                         {"decode_fraction_of_bandwidth", summary_json(f)}});
       markdown += fmt::format(
-          "| {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.0f} % |\n",
-          v.path, options.prompt_lengths[p], prefill_summary.median, prefill_summary.min,
-          prefill_summary.max, decode_summary.median, decode_summary.min, decode_summary.max,
-          achieved, 100 * achieved / bandwidth);
+          "| {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | "
+          "{:.0f} % ({:.0f}-{:.0f}) |\n",
+          v.path, options.prompt_lengths[p], pf.median, pf.min, pf.max, d.median, d.min, d.max,
+          summarize(achieved).median, summarize(bandwidth).median, 100 * f.median, 100 * f.min,
+          100 * f.max);
     }
   }
   record["results"] = results;
