@@ -84,6 +84,15 @@ class Session {
                                         const GenerateOptions& options,
                                         const TokenCallback& on_token);
 
+  // Called for every token fed, every layer: the routed experts, best first. `position` is
+  // the token's position in the context. For tracing expert use (`strata trace`).
+  using RouteCallback =
+      std::function<void(int layer, int64_t position, std::span<const int32_t> experts)>;
+  void set_route_callback(RouteCallback callback);
+  int n_layers() const;
+  int n_experts() const;
+  int n_experts_per_token() const;
+
   const SessionStats& stats() const;
   void reset_stats();
   // One line: model, layers, experts, context, threads, SIMD level.

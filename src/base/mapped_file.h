@@ -37,11 +37,3 @@ class MappedFile {
 
 }  // namespace strata
 
-namespace strata {
-
-// Reads `bytes` (part of a mapping) into memory now, in chunks, reporting each chunk to
-// `progress` (may be null): a model that is used whole is loaded once at start-up instead of
-// page-faulting during the first tokens.
-void populate_mapping(std::span<const uint8_t> bytes, class ProgressBar* progress);
-
-}  // namespace strata

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "base/cpu_features.h"
-#include "base/mapped_file.h"
+#include "base/populate_mapping.h"
 #include "base/progress.h"
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
@@ -39,6 +39,8 @@ struct Session::Impl {
   std::vector<int32_t> context;  // the tokens whose keys and values are in the cache
   std::vector<float> logits;     // after the last token fed
   SessionStats stats;
+  RouteCallback route_callback;
+  int64_t batch_start = 0;  // position of the first token of the forward pass running now
 
   Impl(runtime::Tokenizer t) : tokenizer(std::move(t)) {}
   Status feed(std::span<const int32_t> tokens, std::vector<float>* all_logits);
@@ -120,6 +122,7 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
   if (all_logits) all_logits->clear();
   for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
     const auto part = tokens.subspan(begin, std::min(chunk, tokens.size() - begin));
+    batch_start = int64_t(context.size());
     STRATA_RETURN_IF_ERROR(
         transformer->forward(part, int64_t(context.size()), *cache, all_logits != nullptr, logits));
     context.insert(context.end(), part.begin(), part.end());
@@ -191,6 +194,22 @@ uint64_t Session::decode_weight_bytes_per_token() const {
 }
 
 int Session::n_threads() const { return impl_->pool->size(); }
+int Session::n_layers() const { return int(impl_->model->config().n_layer); }
+int Session::n_experts() const { return int(impl_->model->config().n_expert); }
+int Session::n_experts_per_token() const { return int(impl_->model->config().n_expert_used); }
+
+void Session::set_route_callback(RouteCallback callback) {
+  impl_->route_callback = std::move(callback);
+  if (!impl_->route_callback) {
+    impl_->transformer->set_route_observer(nullptr);
+    return;
+  }
+  // The transformer numbers tokens within a batch; feed() starts batches at context.size().
+  impl_->transformer->set_route_observer(
+      [impl = impl_.get()](int layer, int64_t index, std::span<const int32_t> experts) {
+        impl->route_callback(layer, impl->batch_start + index, experts);
+      });
+}
 
 std::string Session::describe() const {
   const ModelConfig& c = impl_->model->config();
