@@ -31,21 +31,29 @@ int64_t rows_per_task(std::span<const MatmulJob> jobs, int n_threads) {
 
 }  // namespace
 
-void convert_rows(ThreadPool& pool, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
-                  QuantType type, ConvertedRows& out) {
+void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_in) {
   const QuantTraits& traits = quant_traits(type);
   STRATA_CHECK_EQ(n_in % traits.block_size, 0);
   out.type = type;
+  out.n_in = n_in;
   out.n_rows = n_rows;
   out.row_stride = traits.row_bytes(n_in);
-  out.bytes.resize(out.row_stride * size_t(n_rows));
+  if (out.bytes.size() < out.row_stride * size_t(n_rows))
+    out.bytes.resize(out.row_stride * size_t(n_rows));
+}
+
+void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
+                  ConvertedRows& out) {
+  STRATA_CHECK_LE(first + count, out.n_rows);
+  const QuantTraits& traits = quant_traits(out.type);
   auto convert = [&](int64_t r, int) {
-    traits.quantize_row(x + r * x_stride, out.bytes.data() + size_t(r) * out.row_stride, n_in);
+    traits.quantize_row(x + (first + r) * x_stride,
+                        out.bytes.data() + size_t(first + r) * out.row_stride, out.n_in);
   };
-  if (n_rows < 4) {
-    for (int64_t r = 0; r < n_rows; ++r) convert(r, 0);
+  if (count < 4) {
+    for (int64_t r = 0; r < count; ++r) convert(r, 0);
   } else {
-    pool.parallel_for(n_rows, convert);
+    pool.parallel_for(count, convert);
   }
 }
 
@@ -86,7 +94,8 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
 
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y,
             ConvertedRows& scratch) {
-  convert_rows(pool, x, n_tokens, w.n_in, w.n_in, quant_traits(w.type).vec_dot_type, scratch);
+  reshape_rows(scratch, quant_traits(w.type).vec_dot_type, n_tokens, w.n_in);
+  convert_rows(pool, x, w.n_in, 0, n_tokens, scratch);
   const MatmulJob job{&w, &scratch, 0, n_tokens, y, w.n_out};
   run_matmuls(pool, {&job, 1});
 }

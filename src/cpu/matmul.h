@@ -35,12 +35,17 @@ struct ConvertedRows {
   std::vector<uint8_t> bytes;
   size_t row_stride = 0;  // bytes between consecutive rows
   int64_t n_rows = 0;
+  int64_t n_in = 0;  // values per row
   const uint8_t* row(int64_t index) const { return bytes.data() + size_t(index) * row_stride; }
 };
 
-// Converts rows x[n_rows][n_in] (row stride x_stride floats) to `type`, reusing out's storage.
-void convert_rows(ThreadPool& pool, const float* x, int64_t n_rows, int64_t n_in, int64_t x_stride,
-                  QuantType type, ConvertedRows& out);
+// Shapes `out` for n_rows rows of n_in values in `type` (contents unspecified; storage reused).
+void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_in);
+
+// Converts rows [first, first + count) of x (x_stride floats apart, out's row length each)
+// into the same rows of `out`. REQUIRES: out shaped for at least first + count rows.
+void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
+                  ConvertedRows& out);
 
 // One product: y[t * y_stride + m] = sum_k W[m][k] * x_t[k] for t < n_tokens, m < w.n_out,
 // where x_t = x.row(x_first + t). REQUIRES: x.type == vec_dot_type of w.type.

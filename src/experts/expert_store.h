@@ -1,9 +1,20 @@
 // The seam between the model's MoE math and wherever expert weights live (DESIGN.md §3).
 //
-// For each MoE layer the model calls begin_layer() with the experts its router picked, then
-// acquire() for each of them, computes, and end_layer() when the layer's output is complete.
-// A unit returned by acquire() stays valid until end_layer(). Errors (a failed read) surface
-// from acquire(), at a deterministic point: when the expert is claimed.
+// Per MoE layer the model:
+//   1. begin_layer(layer, experts, prefill): the experts its router picked (for a batch of
+//      tokens, their union), in a deterministic order;
+//   2. prefetch(layer + 1, predicted): optionally, what it expects the next layer to pick,
+//      best first (read-ahead; a wrong guess costs bandwidth, never correctness);
+//   3. claim_next(layer) until it returns no experts: each call hands out the experts whose
+//      weights are resident now (so they are computed while the rest load), or blocks for the
+//      next one to arrive; release() the ones computed so their slots can be reused;
+//   4. end_layer(layer).
+// Failed reads surface from claim_next(), naming the file, layer, expert and offset.
+//
+// Determinism: everything that later decisions depend on (which units are resident, the
+// replacement policy's state, statistics other than timing) changes only inside begin_layer
+// and prefetch, in the order of their arguments; I/O timing only decides how claims are
+// grouped, which does not change any number the model computes.
 //
 // Thread-safety: called from the session's compute thread only.
 #pragma once
@@ -11,21 +22,48 @@
 #include <strata/status.h>
 
 #include <span>
+#include <vector>
 
 #include "experts/expert_layout.h"
 
 namespace strata {
+
+struct ClaimedExpert {
+  int32_t expert;
+  ExpertUnit unit;  // valid until released
+};
+
+// Counters since the store was created. Hits: the unit was resident when its layer began.
+// Read-ahead hits: loaded by a prefetch that finished in time; late: still in flight when
+// claimed. Misses: read on demand.
+struct ExpertStoreStats {
+  uint64_t hits = 0;
+  uint64_t readahead_hits = 0;
+  uint64_t late_readaheads = 0;
+  uint64_t misses = 0;
+  uint64_t readaheads_issued = 0;
+  uint64_t readaheads_wasted = 0;  // predicted, never used, dropped
+  uint64_t bytes_read = 0;
+  double host_wait_ms = 0;  // time the compute thread spent blocked in claim_next
+};
 
 class ExpertStore {
  public:
   virtual ~ExpertStore() = default;
 
   virtual const ExpertLayout& layout() const = 0;
-  // The experts layer `layer` needs now (union over the tokens of the batch).
-  virtual void begin_layer(int layer, std::span<const int32_t> experts) = 0;
-  // Blocks until the unit is resident.
-  virtual Result<ExpertUnit> acquire(int layer, int32_t expert) = 0;
+  // `prefill`: the batch is part of a prompt; units it streams in should not push out the
+  // ones the conversation keeps using.
+  virtual void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) = 0;
+  virtual void prefetch(int layer, std::span<const int32_t> predicted) = 0;
+  virtual Result<std::vector<ClaimedExpert>> claim_next(int layer) = 0;
+  virtual void release(int layer, std::span<const ClaimedExpert> experts) = 0;
   virtual void end_layer(int layer) = 0;
+
+  // Whether a unit is resident for cache-aware routing. Changes only at deterministic points
+  // (see above).
+  virtual bool is_resident(int layer, int32_t expert) const = 0;
+  virtual ExpertStoreStats stats() const = 0;
 };
 
 }  // namespace strata

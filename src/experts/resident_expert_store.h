@@ -15,13 +15,23 @@ class ResidentExpertStore final : public ExpertStore {
       : file_(std::move(file)), layout_(std::move(layout)) {}
 
   const ExpertLayout& layout() const override { return layout_; }
-  void begin_layer(int, std::span<const int32_t>) override {}
-  Result<ExpertUnit> acquire(int layer, int32_t expert) override;
+  void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) override;
+  void prefetch(int, std::span<const int32_t>) override {}
+  Result<std::vector<ClaimedExpert>> claim_next(int layer) override;
+  void release(int, std::span<const ClaimedExpert>) override {}
   void end_layer(int) override {}
+  bool is_resident(int, int32_t) const override { return true; }
+  ExpertStoreStats stats() const override { return stats_; }
 
  private:
   std::shared_ptr<const gguf::GgufFile> file_;
   ExpertLayout layout_;
+  std::vector<int32_t> pending_;  // experts of the current layer not yet claimed
+  ExpertStoreStats stats_;
 };
+
+// A unit's weights inside a memory image of the whole file.
+ExpertUnit unit_in_file(const ExpertLayout& layout, const uint8_t* file_bytes, int layer,
+                        int32_t expert);
 
 }  // namespace strata

@@ -3,18 +3,33 @@
 #include <fmt/format.h>
 
 #include "model/architecture.h"
+#include "model/tensor_data.h"
 
 namespace strata {
 
-Result<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::GgufFile> file) {
+Result<std::shared_ptr<const Model>> Model::load(std::shared_ptr<const gguf::GgufFile> file,
+                                                 std::shared_ptr<const TensorData> data) {
+  if (!data) data = std::make_shared<MappedTensorData>(*file);
+  return bind(std::move(file), std::move(data), false);
+}
+
+Result<std::shared_ptr<const Model>> Model::describe(std::shared_ptr<const gguf::GgufFile> file) {
+  return bind(std::move(file), nullptr, true);
+}
+
+Result<std::shared_ptr<const Model>> Model::bind(std::shared_ptr<const gguf::GgufFile> file,
+                                                 std::shared_ptr<const TensorData> data,
+                                                 bool shapes_only) {
   if (!file->has("general.architecture"))
     return Status::errorf("{}: missing key general.architecture (not a model file?)", file->name());
   STRATA_ASSIGN_OR_RETURN(const std::string arch, file->get_string("general.architecture"));
   for (const Architecture& candidate : architectures()) {
     if (candidate.name != arch) continue;
-    STRATA_ASSIGN_OR_RETURN(BoundModel bound, candidate.bind(TensorBinder(file, arch)));
+    STRATA_ASSIGN_OR_RETURN(BoundModel bound, candidate.bind(TensorBinder(
+                                                  file, arch, shapes_only ? nullptr : data.get())));
     auto model = std::shared_ptr<Model>(new Model());
     model->file_ = std::move(file);
+    model->data_ = std::move(data);
     model->config_ = std::move(bound.config);
     model->weights_ = std::move(bound.weights);
     return std::shared_ptr<const Model>(std::move(model));

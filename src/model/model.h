@@ -12,12 +12,20 @@
 
 namespace strata {
 
+class TensorData;
+
 class Model {
  public:
   // Binds the file's tensors for its architecture. Errors name the file and the problem
   // (unknown architecture, missing key or tensor, a shape that disagrees with the
   // hyper-parameters, a tensor format Strata cannot compute with).
-  static Result<std::shared_ptr<const Model>> load(std::shared_ptr<const gguf::GgufFile> file);
+  // `data` holds the tensors' bytes (MappedTensorData over `file` when null; it must outlive
+  // the model otherwise).
+  static Result<std::shared_ptr<const Model>> load(
+      std::shared_ptr<const gguf::GgufFile> file, std::shared_ptr<const TensorData> data = nullptr);
+  // Hyper-parameters and expert layout, every shape checked, no tensor data read: what a
+  // memory plan needs before loading.
+  static Result<std::shared_ptr<const Model>> describe(std::shared_ptr<const gguf::GgufFile> file);
 
   const gguf::GgufFile& file() const { return *file_; }
   std::shared_ptr<const gguf::GgufFile> shared_file() const { return file_; }
@@ -30,7 +38,12 @@ class Model {
   uint64_t decode_bytes_per_token() const;
 
  private:
+  static Result<std::shared_ptr<const Model>> bind(std::shared_ptr<const gguf::GgufFile> file,
+                                                   std::shared_ptr<const TensorData> data,
+                                                   bool shapes_only);
+
   std::shared_ptr<const gguf::GgufFile> file_;
+  std::shared_ptr<const TensorData> data_;
   ModelConfig config_;
   ModelWeights weights_;
 };

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "gguf/tensor_types.h"
+#include "model/tensor_data.h"
 
 namespace strata {
 
@@ -53,14 +54,19 @@ Result<const gguf::TensorInfo*> TensorBinder::find(const std::string& name,
 
 Result<Matrix> TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
   STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* tensor, find(name, {n_in, n_out}));
-  return Matrix{QuantType(tensor->type_id), file_->tensor_data(*tensor), n_in, n_out};
+  const uint8_t* bytes = data_ ? data_->data(*tensor) : nullptr;
+  if (data_ && !bytes) return error(fmt::format("tensor {} is not loaded", name));
+  return Matrix{QuantType(tensor->type_id), bytes, n_in, n_out};
 }
 
 Result<Vector> TensorBinder::vector(const std::string& name, int64_t n) const {
   STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* tensor, find(name, {n}));
   const QuantTraits& traits = quant_traits(QuantType(tensor->type_id));
   Vector values(static_cast<size_t>(n));
-  traits.dequantize_row(file_->tensor_data(*tensor), values.data(), n);
+  if (!data_) return values;
+  const uint8_t* bytes = data_->data(*tensor);
+  if (!bytes) return error(fmt::format("tensor {} is not loaded", name));
+  traits.dequantize_row(bytes, values.data(), n);
   return values;
 }
 

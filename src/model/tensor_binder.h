@@ -14,10 +14,14 @@
 
 namespace strata {
 
+class TensorData;
+
 class TensorBinder {
  public:
-  TensorBinder(std::shared_ptr<const gguf::GgufFile> file, std::string arch)
-      : file_(std::move(file)), arch_(std::move(arch)) {}
+  // `data` resolves tensor bytes; null binds shapes only (matrices without data, 1-D weights
+  // as zeros): enough to plan memory before anything is read.
+  TensorBinder(std::shared_ptr<const gguf::GgufFile> file, std::string arch, const TensorData* data)
+      : file_(std::move(file)), arch_(std::move(arch)), data_(data) {}
 
   const gguf::GgufFile& file() const { return *file_; }
 
@@ -43,6 +47,7 @@ class TensorBinder {
 
   std::shared_ptr<const gguf::GgufFile> file_;
   std::string arch_;
+  const TensorData* data_;
 };
 
 // "blk.<layer>.<suffix>"

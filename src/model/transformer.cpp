@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -32,6 +33,7 @@ void gather_rows(const ConvertedRows& src, const std::vector<int64_t>& source_ro
                  ConvertedRows& dst) {
   dst.type = src.type;
   dst.row_stride = src.row_stride;
+  dst.n_in = src.n_in;
   dst.n_rows = int64_t(source_rows.size());
   dst.bytes.resize(src.row_stride * source_rows.size());
   for (size_t r = 0; r < source_rows.size(); ++r)
@@ -48,13 +50,32 @@ const ConvertedRows& Transformer::converted(const float* x, int64_t n_rows, int6
   const size_t slot = size_t(type);
   STRATA_CHECK_LT(slot, converted_.size());
   if (!converted_valid_[slot]) {
-    convert_rows(pool_, x, n_rows, n_in, n_in, type, converted_[slot]);
+    reshape_rows(converted_[slot], type, n_rows, n_in);
+    convert_rows(pool_, x, n_in, 0, n_rows, converted_[slot]);
     converted_valid_[slot] = true;
   }
   return converted_[slot];
 }
 
 void Transformer::invalidate_converted() { converted_valid_.fill(false); }
+
+void Transformer::release_scratch() {
+  for (auto* v :
+       {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_, &moe_out_,
+        &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_, &shared_down_out_}) {
+    v->clear();
+    v->shrink_to_fit();
+  }
+  for (auto* rows : {&gathered_gate_, &gathered_up_, &activations_, &scratch_rows_}) {
+    rows->bytes.clear();
+    rows->bytes.shrink_to_fit();
+  }
+  for (auto& rows : converted_) {
+    rows.bytes.clear();
+    rows.bytes.shrink_to_fit();
+  }
+  invalidate_converted();
+}
 
 Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
                             bool all_logits, std::vector<float>& logits) {
@@ -149,17 +170,30 @@ void Transformer::route(int layer, int64_t n) {
                       n_expert};
   run_matmuls(pool_, {&job, 1});
 
+  const bool cache_aware = routing_.moce_bonus != 0.0f;
+  const int protect = std::clamp(routing_.moce_protect, 0, k);
   picks_.resize(size_t(n * k));
   pick_weights_.resize(size_t(n * k));
+  scores_.resize(size_t(n_expert));
   for (int64_t t = 0; t < n; ++t) {
-    float* probabilities = router_logits_.data() + t * n_expert;
-    softmax(probabilities, n_expert);
+    float* logits = router_logits_.data() + t * n_expert;
     int32_t* picks = picks_.data() + t * k;
+    if (cache_aware) {
+      // Resident experts get the bonus, except that the protected top picks come first from
+      // the unmodified logits (they are excluded from the rest).
+      top_k(logits, n_expert, std::max(protect, 1), picks);
+      for (int64_t e = 0; e < n_expert; ++e)
+        scores_[size_t(e)] =
+            logits[e] + (experts_.is_resident(layer, int32_t(e)) ? routing_.moce_bonus : 0.0f);
+      for (int i = 0; i < protect; ++i) scores_[size_t(picks[i])] = -INFINITY;
+      top_k(scores_.data(), n_expert, k - protect, picks + protect);
+    }
+    softmax(logits, n_expert);  // now probabilities
+    if (!cache_aware) top_k(logits, n_expert, k, picks);
     float* weights = pick_weights_.data() + t * k;
-    top_k(probabilities, n_expert, k, picks);
     double sum = 0;
     for (int i = 0; i < k; ++i) {
-      weights[i] = probabilities[picks[i]];
+      weights[i] = logits[picks[i]];
       sum += double(weights[i]);
     }
     if (config_.renormalize_top_k)
@@ -168,10 +202,38 @@ void Transformer::route(int layer, int64_t n) {
   }
 }
 
+void Transformer::predict_next_layer(int layer, int64_t n) {
+  const int next = layer + 1;
+  if (routing_.readahead <= 0 || next >= int(config_.n_layer)) return;
+  const LayerWeights& w = model_->weights().layers[size_t(next)];
+  const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
+  const int wanted = int(std::min<int64_t>(routing_.readahead, n_expert));
+  // hidden_ holds h after this layer's attention: the next router applied to it, through the
+  // next layer's norm, predicts the next layer's picks (DESIGN.md §2).
+  std::vector<float> x(static_cast<size_t>(n * n_embd)), logits(static_cast<size_t>(n * n_expert));
+  for (int64_t t = 0; t < n; ++t)
+    rms_norm(hidden_.data() + t * n_embd, w.ffn_norm.data(), n_embd, config_.rms_eps,
+             x.data() + t * n_embd);
+  matmul(pool_, w.router, x.data(), n, logits.data(), scratch_rows_);
+  // Union over the batch, by best rank across its tokens, then expert id.
+  std::vector<int> best_rank(static_cast<size_t>(n_expert), wanted);
+  std::vector<int32_t> top(static_cast<size_t>(wanted));
+  for (int64_t t = 0; t < n; ++t) {
+    top_k(logits.data() + t * n_expert, n_expert, wanted, top.data());
+    for (int r = 0; r < wanted; ++r)
+      best_rank[size_t(top[r])] = std::min(best_rank[size_t(top[r])], r);
+  }
+  predicted_.clear();
+  for (int r = 0; r < wanted; ++r)
+    for (int64_t e = 0; e < n_expert; ++e)
+      if (best_rank[size_t(e)] == r) predicted_.push_back(int32_t(e));
+  experts_.prefetch(next, predicted_);
+}
+
 Status Transformer::moe_block(int layer, int64_t n) {
   const LayerWeights& w = model_->weights().layers[size_t(layer)];
   const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
-  const int64_t n_embd = config_.n_embd, n_ff = config_.n_ff_expert;
+  const int64_t n_embd = config_.n_embd, n_ff = config_.n_ff_expert, n_expert = config_.n_expert;
   const int k = int(config_.n_expert_used);
 
   for (int64_t t = 0; t < n; ++t)
@@ -180,67 +242,52 @@ Status Transformer::moe_block(int layer, int64_t n) {
   invalidate_converted();
   route(layer, n);
 
-  // Group the (token, pick) pairs by expert: rows [offset[e], offset[e] + count[e]) of the
+  // Group the (token, pick) pairs by expert: rows [offset[e], offset[e] + rows[e]) of the
   // gathered activations belong to expert e.
-  std::vector<int64_t> count(static_cast<size_t>(config_.n_expert), 0), offset(size_t(config_.n_expert), 0);
-  for (int32_t e : picks_) ++count[size_t(e)];
+  expert_rows_.assign(size_t(n_expert), 0);
+  expert_offsets_.assign(size_t(n_expert), 0);
+  for (int32_t e : picks_) ++expert_rows_[size_t(e)];
   std::vector<int32_t> used;
-  for (int64_t e = 0, next = 0; e < config_.n_expert; ++e) {
-    offset[size_t(e)] = next;
-    next += count[size_t(e)];
-    if (count[size_t(e)] > 0) used.push_back(int32_t(e));
+  for (int64_t e = 0, next = 0; e < n_expert; ++e) {
+    expert_offsets_[size_t(e)] = next;
+    next += expert_rows_[size_t(e)];
+    if (expert_rows_[size_t(e)] > 0) used.push_back(int32_t(e));
   }
   const int64_t n_rows = n * k;
-  std::vector<int64_t> row_of_pick(static_cast<size_t>(n_rows)), token_of_row(static_cast<size_t>(n_rows));
+  std::vector<int64_t> row_of_pick(static_cast<size_t>(n_rows)),
+      token_of_row(static_cast<size_t>(n_rows));
   {
-    std::vector<int64_t> filled(static_cast<size_t>(config_.n_expert), 0);
+    std::vector<int64_t> filled(static_cast<size_t>(n_expert), 0);
     for (int64_t p = 0; p < n_rows; ++p) {
       const size_t e = size_t(picks_[size_t(p)]);
-      const int64_t row = offset[e] + filled[e]++;
+      const int64_t row = expert_offsets_[e] + filled[e]++;
       row_of_pick[size_t(p)] = row;
       token_of_row[size_t(row)] = p / k;
     }
   }
+  experts_.begin_layer(layer, used, n > 1);
+  predict_next_layer(layer, n);
 
   const QuantType gate_input_type = quant_traits(layout.gate.type).vec_dot_type;
   const QuantType up_input_type = quant_traits(layout.up.type).vec_dot_type;
   gather_rows(converted(normed_.data(), n, n_embd, gate_input_type), token_of_row, gathered_gate_);
   if (up_input_type != gate_input_type)
     gather_rows(converted(normed_.data(), n, n_embd, up_input_type), token_of_row, gathered_up_);
-  const ConvertedRows& up_input = up_input_type == gate_input_type ? gathered_gate_ : gathered_up_;
-
-  experts_.begin_layer(layer, used);
-  std::vector<Matrix> gate(used.size()), up(used.size()), down(used.size());
-  for (size_t i = 0; i < used.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(const ExpertUnit unit, experts_.acquire(layer, used[i]));
-    gate[i] = Matrix{layout.gate.type, unit.gate, n_embd, n_ff};
-    up[i] = Matrix{layout.up.type, unit.up, n_embd, n_ff};
-    down[i] = Matrix{layout.down.type, unit.down, n_ff, n_embd};
-  }
-
   gate_out_.resize(size_t(n_rows * n_ff));
   up_out_.resize(size_t(n_rows * n_ff));
-  std::vector<MatmulJob> jobs;
-  for (size_t i = 0; i < used.size(); ++i) {
-    const size_t e = size_t(used[i]);
-    jobs.push_back({&gate[i], &gathered_gate_, offset[e], count[e],
-                    gate_out_.data() + offset[e] * n_ff, n_ff});
-    jobs.push_back(
-        {&up[i], &up_input, offset[e], count[e], up_out_.data() + offset[e] * n_ff, n_ff});
-  }
-  run_matmuls(pool_, jobs);
-  silu_mul(gate_out_.data(), up_out_.data(), n_rows * n_ff, gate_out_.data());
-
-  convert_rows(pool_, gate_out_.data(), n_rows, n_ff, n_ff,
-               quant_traits(layout.down.type).vec_dot_type, scratch_rows_);
   down_out_.resize(size_t(n_rows * n_embd));
-  jobs.clear();
-  for (size_t i = 0; i < used.size(); ++i) {
-    const size_t e = size_t(used[i]);
-    jobs.push_back({&down[i], &scratch_rows_, offset[e], count[e],
-                    down_out_.data() + offset[e] * n_embd, n_embd});
+  reshape_rows(activations_, quant_traits(layout.down.type).vec_dot_type, n_rows, n_ff);
+
+  // Experts whose weights are here are computed while the others load; the grouping into
+  // batches follows I/O timing but every expert's output lands in its own rows, so the
+  // result does not depend on it.
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(const std::vector<ClaimedExpert> batch, experts_.claim_next(layer));
+    if (batch.empty()) break;
+    STRATA_RETURN_IF_ERROR(compute_experts(layer, batch, n_ff));
+    experts_.release(layer, batch);
   }
-  run_matmuls(pool_, jobs);
+  experts_.end_layer(layer);
 
   // Mix in pick order (best first), as llama.cpp sums its expert views.
   moe_out_.assign(size_t(n * n_embd), 0.0f);
@@ -250,10 +297,40 @@ Status Transformer::moe_block(int layer, int64_t n) {
       add_scaled(moe_out_.data() + t * n_embd, down_out_.data() + row_of_pick[size_t(p)] * n_embd,
                  pick_weights_[size_t(p)], n_embd);
     }
-  experts_.end_layer(layer);
-
   if (config_.n_ff_shared > 0) shared_expert(w, n);
   for (size_t i = 0; i < size_t(n * n_embd); ++i) hidden_[i] += moe_out_[i];
+  return Status();
+}
+
+Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff) {
+  const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
+  const int64_t n_embd = config_.n_embd;
+  const ConvertedRows& up_input = quant_traits(layout.up.type).vec_dot_type == gathered_gate_.type
+                                      ? gathered_gate_
+                                      : gathered_up_;
+  std::vector<Matrix> gate(batch.size()), up(batch.size()), down(batch.size());
+  std::vector<MatmulJob> jobs;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const size_t e = size_t(batch[i].expert);
+    gate[i] = Matrix{layout.gate.type, batch[i].unit.gate, n_embd, n_ff};
+    up[i] = Matrix{layout.up.type, batch[i].unit.up, n_embd, n_ff};
+    down[i] = Matrix{layout.down.type, batch[i].unit.down, n_ff, n_embd};
+    const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
+    jobs.push_back({&gate[i], &gathered_gate_, first, rows, gate_out_.data() + first * n_ff, n_ff});
+    jobs.push_back({&up[i], &up_input, first, rows, up_out_.data() + first * n_ff, n_ff});
+  }
+  run_matmuls(pool_, jobs);
+  jobs.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const size_t e = size_t(batch[i].expert);
+    const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
+    silu_mul(gate_out_.data() + first * n_ff, up_out_.data() + first * n_ff, rows * n_ff,
+             gate_out_.data() + first * n_ff);
+    convert_rows(pool_, gate_out_.data(), n_ff, first, rows, activations_);
+    jobs.push_back(
+        {&down[i], &activations_, first, rows, down_out_.data() + first * n_embd, n_embd});
+  }
+  run_matmuls(pool_, jobs);
   return Status();
 }
 

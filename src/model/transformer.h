@@ -34,6 +34,18 @@ using RouteObserver = std::function<void(int layer, int64_t token_index, std::sp
 using RouterInputObserver =
     std::function<void(int layer, int64_t n_tokens, std::span<const float> router_input)>;
 
+// Routing knobs (DESIGN.md §3). With moce_bonus = 0 routing is exact.
+struct RoutingOptions {
+  // Cache-aware routing: +bonus on the router logit of resident experts before the top-k,
+  // except that the top `moce_protect` picks always come from the unmodified logits. Mixture
+  // weights always come from the unmodified logits.
+  float moce_bonus = 0.0f;
+  int moce_protect = 3;
+  // Read-ahead: experts per layer predicted for the next layer (router_{l+1} applied to
+  // norm_{l+1} of layer l's hidden state) and handed to the store's prefetch. 0: off.
+  int readahead = 0;
+};
+
 class Transformer {
  public:
   Transformer(std::shared_ptr<const Model> model, ExpertStore& experts, ThreadPool& pool);
@@ -47,12 +59,17 @@ class Transformer {
   void set_router_input_observer(RouterInputObserver observer) {
     router_input_observer_ = std::move(observer);
   }
+  void set_routing(const RoutingOptions& options) { routing_ = options; }
   const Model& model() const { return *model_; }
+  // Frees the batch-sized scratch (after a long prompt).
+  void release_scratch();
 
  private:
   void attention_block(int layer, int64_t n_tokens, int64_t pos0, KvCache& cache);
   Status moe_block(int layer, int64_t n_tokens);
   void route(int layer, int64_t n_tokens);
+  void predict_next_layer(int layer, int64_t n_tokens);
+  Status compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff);
   void shared_expert(const LayerWeights& weights, int64_t n_tokens);
   // x [n_rows][n_in] converted to `type`, cached per type until invalidate_converted().
   const ConvertedRows& converted(const float* x, int64_t n_rows, int64_t n_in, QuantType type);
@@ -64,17 +81,21 @@ class Transformer {
   ThreadPool& pool_;
   RouteObserver route_observer_;
   RouterInputObserver router_input_observer_;
+  RoutingOptions routing_;
 
   // Scratch, sized for the largest batch seen.
   std::vector<float> hidden_, normed_, q_, k_, v_, attn_out_, projected_;
   std::vector<float> router_logits_, moe_out_;
-  std::vector<int32_t> picks_;                       // [n_tokens][n_expert_used]
+  std::vector<float> scores_;                          // MoCE: logits with the residency bonus
+  std::vector<int32_t> picks_;                         // [n_tokens][n_expert_used]
+  std::vector<int64_t> expert_rows_, expert_offsets_;  // per expert: routed rows, first row
+  std::vector<int32_t> predicted_;
   std::vector<float> pick_weights_;                  // [n_tokens][n_expert_used]
   std::vector<float> gate_out_, up_out_, down_out_;  // [routed rows][...]
   std::vector<float> shared_gate_out_, shared_up_out_, shared_down_out_, shared_scale_;
   std::array<ConvertedRows, 32> converted_;  // indexed by QuantType id
   std::array<bool, 32> converted_valid_{};
-  ConvertedRows gathered_gate_, gathered_up_, scratch_rows_;
+  ConvertedRows gathered_gate_, gathered_up_, activations_, scratch_rows_;
   AttentionScratch attention_scratch_;
 };
 
