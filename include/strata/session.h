@@ -21,7 +21,29 @@ struct SessionOptions {
   int n_threads = 0;  // 0: one per core
   int64_t n_ctx = 0;  // 0: min(trained context, 4096)
   int64_t prefill_chunk = 256;
+
+  // Memory budget of the whole process in bytes (`--mem`). 0: no budget; the file is
+  // memory-mapped and every expert stays resident. Otherwise dense weights are read into
+  // memory, experts stream from the file into an arena of what the budget leaves.
+  uint64_t memory_budget = 0;
+  bool teacher_forced = false;  // the plan keeps room for the logits of every batch row
+  std::string cache_policy = "lru";
+  int io_threads = 2;
+  std::string io_backend = "pread";  // or "uring"
+  int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k
+  // Cache-aware routing: +moce_bonus on the router logits of resident experts, the top
+  // moce_protect picks always exact. 0: exact routing.
+  float moce_bonus = 0.0f;
+  int moce_protect = 3;
+  // Expert usage counts: the hottest experts are preloaded from this file at start (when it
+  // exists) and save_expert_usage() writes the session's counts to it.
+  std::string warm_path;
+  bool quiet = false;  // no memory plan or progress bar on stderr
 };
+
+// "512M", "4G", "4GiB", "1.5G" (binary units), or "auto": 80 % of the memory this machine has
+// available now.
+Result<uint64_t> parse_memory_budget(std::string_view text);
 
 struct GenerateOptions {
   int max_tokens = 128;
@@ -35,12 +57,29 @@ struct GenerateOptions {
   bool stop_at_end_of_generation = true;
 };
 
-// Timings of the work done since the session was opened (or since reset_stats()).
+// Expert store counters (DESIGN.md §3). Hits: resident when the layer began; read-ahead
+// hits: prefetched in time; late: prefetched but still loading; misses: read on demand.
+struct ExpertCounters {
+  uint64_t hits = 0, readahead_hits = 0, late_readaheads = 0, misses = 0;
+  uint64_t readaheads_issued = 0, readaheads_wasted = 0, bytes_read = 0;
+  double host_wait_ms = 0;
+  double hit_rate() const;  // (hits + read-ahead hits) / all claims
+};
+
+// What the session did since it was opened (or since reset_stats()).
 struct SessionStats {
   int64_t prefill_tokens = 0;
   double prefill_ms = 0;
   int64_t decode_tokens = 0;
   double decode_ms = 0;
+  ExpertCounters experts;
+  struct Step {  // one forward batch: a prompt chunk or a decoded token
+    bool prefill;
+    int64_t tokens;
+    double ms;
+    ExpertCounters experts;  // during this step
+  };
+  std::vector<Step> steps;
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;
 };
@@ -95,8 +134,14 @@ class Session {
 
   const SessionStats& stats() const;
   void reset_stats();
-  // One line: model, layers, experts, context, threads, SIMD level.
+  // One line: model, layers, experts, context, threads, SIMD level, expert store.
   std::string describe() const;
+  // The memory plan (empty without a budget).
+  const std::string& memory_plan() const;
+  // Peak resident memory of the process so far (VmHWM).
+  static uint64_t peak_rss_bytes();
+  // Writes the expert usage counts to SessionOptions::warm_path.
+  Status save_expert_usage() const;
   // Weight bytes a decode step reads with every expert resident (the bandwidth bound's
   // numerator).
   uint64_t decode_weight_bytes_per_token() const;

@@ -4,18 +4,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "base/cpu_features.h"
-#include "base/populate_mapping.h"
-#include "base/progress.h"
 #include "cpu/thread_pool.h"
-#include "experts/resident_expert_store.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/transformer.h"
+#include "runtime/byte_size.h"
 #include "runtime/chat_template.h"
+#include "runtime/expert_usage.h"
+#include "runtime/memory_plan.h"
 #include "runtime/sampler.h"
+#include "runtime/session_loader.h"
 #include "runtime/tokenizer.h"
 #include "runtime/unicode_bytes.h"
 
@@ -28,58 +30,118 @@ double SessionStats::decode_tokens_per_s() const {
   return decode_ms > 0 ? double(decode_tokens) / (decode_ms / 1000.0) : 0.0;
 }
 
+double ExpertCounters::hit_rate() const {
+  const uint64_t claims = hits + readahead_hits + late_readaheads + misses;
+  return claims ? double(hits + readahead_hits) / double(claims) : 0.0;
+}
+
+namespace {
+
+ExpertCounters counters_of(const ExpertStoreStats& s) {
+  ExpertCounters c;
+  c.hits = s.hits;
+  c.readahead_hits = s.readahead_hits;
+  c.late_readaheads = s.late_readaheads;
+  c.misses = s.misses;
+  c.readaheads_issued = s.readaheads_issued;
+  c.readaheads_wasted = s.readaheads_wasted;
+  c.bytes_read = s.bytes_read;
+  c.host_wait_ms = s.host_wait_ms;
+  return c;
+}
+
+ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {
+  ExpertCounters d;
+  d.hits = a.hits - b.hits;
+  d.readahead_hits = a.readahead_hits - b.readahead_hits;
+  d.late_readaheads = a.late_readaheads - b.late_readaheads;
+  d.misses = a.misses - b.misses;
+  d.readaheads_issued = a.readaheads_issued - b.readaheads_issued;
+  d.readaheads_wasted = a.readaheads_wasted - b.readaheads_wasted;
+  d.bytes_read = a.bytes_read - b.bytes_read;
+  d.host_wait_ms = a.host_wait_ms - b.host_wait_ms;
+  return d;
+}
+
+}  // namespace
+
+Result<uint64_t> parse_memory_budget(std::string_view text) {
+  if (text == "auto") {
+    const uint64_t bytes = automatic_budget_bytes();
+    if (bytes == 0) return Status::error("--mem auto: cannot read MemAvailable from /proc/meminfo");
+    return bytes;
+  }
+  return parse_byte_size(text);
+}
+
 struct Session::Impl {
   SessionOptions options;
-  std::shared_ptr<const Model> model;
-  runtime::Tokenizer tokenizer;
-  std::unique_ptr<ExpertStore> experts;
+  LoadedSession loaded;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<Transformer> transformer;
   std::vector<int32_t> context;  // the tokens whose keys and values are in the cache
   std::vector<float> logits;     // after the last token fed
   SessionStats stats;
+  ExpertCounters counters_at_reset;  // store counters when stats were last reset
+  ExpertUsage usage;
   RouteCallback route_callback;
   int64_t batch_start = 0;  // position of the first token of the forward pass running now
 
-  Impl(runtime::Tokenizer t) : tokenizer(std::move(t)) {}
+  Impl(const SessionOptions& o, LoadedSession l)
+      : options(o),
+        loaded(std::move(l)),
+        usage(int(loaded.model->config().n_layer), int(loaded.model->config().n_expert)) {}
+  const Model& model() const { return *loaded.model; }
+  const runtime::Tokenizer& tokenizer() const { return *loaded.tokenizer; }
   Status feed(std::span<const int32_t> tokens, std::vector<float>* all_logits);
+  void install_route_observer();
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-Result<std::unique_ptr<Session>> Session::open(const SessionOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
-  STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
-  if (tokenizer.token_count() > model->config().n_vocab)
-    return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
-                          tokenizer.token_count(), model->config().n_vocab);
-  auto impl = std::make_unique<Impl>(std::move(tokenizer));
-  impl->options = options;
-  if (impl->options.n_threads <= 0)
-    impl->options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  if (impl->options.n_ctx <= 0)
-    impl->options.n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
-  impl->model = model;
-  {
-    // Every expert stays resident in this store, so the whole file is read in now.
-    ProgressBar progress("loading " + options.model_path, file->file_size());
-    populate_mapping(file->bytes(), &progress);
+Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) {
+  SessionOptions options = requested;
+  if (options.n_threads <= 0)
+    options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.n_ctx <= 0) {
+    STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
+    STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+    options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
   }
-  impl->experts = std::make_unique<ResidentExpertStore>(file, model->weights().experts);
-  impl->pool = std::make_unique<ThreadPool>(impl->options.n_threads);
-  impl->cache = std::make_unique<KvCache>(model->config(), impl->options.n_ctx);
-  impl->transformer = std::make_unique<Transformer>(model, *impl->experts, *impl->pool);
+  STRATA_ASSIGN_OR_RETURN(LoadedSession loaded, load_session(options));
+  auto impl = std::make_unique<Impl>(options, std::move(loaded));
+  const ModelConfig& config = impl->model().config();
+  impl->pool = std::make_unique<ThreadPool>(options.n_threads);
+  impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
+  impl->transformer =
+      std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->pool);
+  RoutingOptions routing;
+  routing.moce_bonus = options.moce_bonus;
+  routing.moce_protect = options.moce_protect;
+  routing.readahead = options.memory_budget == 0 ? 0
+                      : options.readahead < 0    ? int(config.n_expert_used)
+                                                 : options.readahead;
+  impl->transformer->set_routing(routing);
+  impl->install_route_observer();
   return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+void Session::Impl::install_route_observer() {
+  // Usage counts feed the warm-start file; the callback, `strata trace`.
+  transformer->set_route_observer(
+      [this](int layer, int64_t index, std::span<const int32_t> experts) {
+        for (int32_t e : experts) usage.add(layer, e);
+        if (route_callback) route_callback(layer, batch_start + index, experts);
+      });
 }
 
 std::vector<int32_t> Session::tokenize(std::string_view text, bool parse_special) const {
   std::vector<int32_t> ids;
-  if (impl_->tokenizer.add_bos() && impl_->tokenizer.bos_id() >= 0)
-    ids.push_back(impl_->tokenizer.bos_id());
-  const auto encoded = impl_->tokenizer.encode(text, parse_special);
+  if (impl_->tokenizer().add_bos() && impl_->tokenizer().bos_id() >= 0)
+    ids.push_back(impl_->tokenizer().bos_id());
+  const auto encoded = impl_->tokenizer().encode(text, parse_special);
   ids.insert(ids.end(), encoded.begin(), encoded.end());
   return ids;
 }
@@ -87,26 +149,48 @@ std::vector<int32_t> Session::tokenize(std::string_view text, bool parse_special
 std::string Session::detokenize(std::span<const int32_t> tokens) const {
   std::string text;
   for (int32_t id : tokens)
-    if (id >= 0 && id < impl_->tokenizer.token_count()) text += impl_->tokenizer.decode_piece(id);
+    if (id >= 0 && id < impl_->tokenizer().token_count())
+      text += impl_->tokenizer().decode_piece(id);
   return text;
 }
 
 Result<std::vector<int32_t>> Session::chat_prompt(std::span<const ChatMessage> messages) const {
   std::vector<runtime::ChatMessage> converted;
   for (const auto& m : messages) converted.push_back({m.role, m.content});
-  STRATA_ASSIGN_OR_RETURN(auto ids, runtime::encode_chatml(impl_->tokenizer, converted, true));
-  if (impl_->tokenizer.add_bos() && impl_->tokenizer.bos_id() >= 0)
-    ids.insert(ids.begin(), impl_->tokenizer.bos_id());
+  STRATA_ASSIGN_OR_RETURN(auto ids, runtime::encode_chatml(impl_->tokenizer(), converted, true));
+  if (impl_->tokenizer().add_bos() && impl_->tokenizer().bos_id() >= 0)
+    ids.insert(ids.begin(), impl_->tokenizer().bos_id());
   return ids;
 }
 
-bool Session::is_end_of_generation(int32_t token) const { return impl_->tokenizer.is_eog(token); }
-int64_t Session::n_vocab() const { return impl_->model->config().n_vocab; }
+bool Session::is_end_of_generation(int32_t token) const { return impl_->tokenizer().is_eog(token); }
+int64_t Session::n_vocab() const { return impl_->model().config().n_vocab; }
 int64_t Session::n_ctx() const { return impl_->cache->n_ctx(); }
 int64_t Session::n_past() const { return int64_t(impl_->context.size()); }
 std::span<const float> Session::logits() const { return impl_->logits; }
-const SessionStats& Session::stats() const { return impl_->stats; }
-void Session::reset_stats() { impl_->stats = SessionStats(); }
+const SessionStats& Session::stats() const {
+  impl_->stats.experts =
+      difference(counters_of(impl_->loaded.experts->stats()), impl_->counters_at_reset);
+  return impl_->stats;
+}
+void Session::reset_stats() {
+  impl_->stats = SessionStats();
+  impl_->counters_at_reset = counters_of(impl_->loaded.experts->stats());
+}
+const std::string& Session::memory_plan() const { return impl_->loaded.memory_plan; }
+uint64_t Session::peak_rss_bytes() { return strata::peak_rss_bytes(); }
+Status Session::save_expert_usage() const {
+  if (impl_->options.warm_path.empty()) return Status::error("no --warm file was given");
+  ExpertUsage merged = impl_->usage;
+  if (std::filesystem::exists(impl_->options.warm_path)) {
+    const ModelConfig& config = impl_->model().config();
+    STRATA_ASSIGN_OR_RETURN(
+        const auto previous,
+        ExpertUsage::load(impl_->options.warm_path, int(config.n_layer), int(config.n_expert)));
+    merged.merge(previous);
+  }
+  return merged.save(impl_->options.warm_path);
+}
 void Session::reset() {
   impl_->context.clear();
   impl_->logits.clear();
@@ -118,6 +202,7 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     return Status::errorf("the context holds {} tokens; {} more exceed its size {} (use --ctx)",
                           context.size(), tokens.size(), cache->n_ctx());
   const auto start = std::chrono::steady_clock::now();
+  const ExpertCounters before = counters_of(loaded.experts->stats());
   const size_t chunk = size_t(std::max<int64_t>(1, options.prefill_chunk));
   if (all_logits) all_logits->clear();
   for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
@@ -129,18 +214,22 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
   }
   if (all_logits) {
-    const size_t n_vocab = size_t(model->config().n_vocab);
+    const size_t n_vocab = size_t(model().config().n_vocab);
     logits.assign(all_logits->end() - ptrdiff_t(n_vocab), all_logits->end());
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (tokens.size() == 1) {
-    stats.decode_tokens += 1;
-    stats.decode_ms += ms;
-  } else {
+  const bool prefill = tokens.size() > 1;
+  if (prefill) {
     stats.prefill_tokens += int64_t(tokens.size());
     stats.prefill_ms += ms;
+    transformer->release_scratch();  // the prompt's batch-sized buffers
+  } else {
+    stats.decode_tokens += 1;
+    stats.decode_ms += ms;
   }
+  stats.steps.push_back({prefill, int64_t(tokens.size()), ms,
+                         difference(counters_of(loaded.experts->stats()), before)});
   return Status();
 }
 
@@ -176,9 +265,9 @@ Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
   std::vector<int32_t> generated;
   for (int i = 0; i < options.max_tokens; ++i) {
     const int32_t token = sampler.sample(impl_->logits, impl_->context);
-    if (options.stop_at_end_of_generation && impl_->tokenizer.is_eog(token)) break;
+    if (options.stop_at_end_of_generation && impl_->tokenizer().is_eog(token)) break;
     generated.push_back(token);
-    if (on_token) on_token(token, text.push(impl_->tokenizer.decode_piece(token)));
+    if (on_token) on_token(token, text.push(impl_->tokenizer().decode_piece(token)));
     if (i + 1 == options.max_tokens) break;
     STRATA_RETURN_IF_ERROR(impl_->feed({&token, 1}, nullptr));
   }
@@ -190,32 +279,24 @@ Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
 }
 
 uint64_t Session::decode_weight_bytes_per_token() const {
-  return impl_->model->decode_bytes_per_token();
+  return impl_->model().decode_bytes_per_token();
 }
 
 int Session::n_threads() const { return impl_->pool->size(); }
-int Session::n_layers() const { return int(impl_->model->config().n_layer); }
-int Session::n_experts() const { return int(impl_->model->config().n_expert); }
-int Session::n_experts_per_token() const { return int(impl_->model->config().n_expert_used); }
+int Session::n_layers() const { return int(impl_->model().config().n_layer); }
+int Session::n_experts() const { return int(impl_->model().config().n_expert); }
+int Session::n_experts_per_token() const { return int(impl_->model().config().n_expert_used); }
 
 void Session::set_route_callback(RouteCallback callback) {
   impl_->route_callback = std::move(callback);
-  if (!impl_->route_callback) {
-    impl_->transformer->set_route_observer(nullptr);
-    return;
-  }
-  // The transformer numbers tokens within a batch; feed() starts batches at context.size().
-  impl_->transformer->set_route_observer(
-      [impl = impl_.get()](int layer, int64_t index, std::span<const int32_t> experts) {
-        impl->route_callback(layer, impl->batch_start + index, experts);
-      });
 }
 
 std::string Session::describe() const {
-  const ModelConfig& c = impl_->model->config();
-  return fmt::format("{} {} layers, {} experts (top-{}), context {}, {} threads, {} kernels",
-                     impl_->model->file().name(), c.n_layer, c.n_expert, c.n_expert_used,
-                     impl_->cache->n_ctx(), impl_->pool->size(), simd_level_name(simd_level()));
+  const ModelConfig& c = impl_->model().config();
+  return fmt::format("{}: {} layers, {} experts (top-{}), context {}, {} threads, {} kernels; {}",
+                     impl_->model().file().name(), c.n_layer, c.n_expert, c.n_expert_used,
+                     impl_->cache->n_ctx(), impl_->pool->size(), simd_level_name(simd_level()),
+                     impl_->loaded.store);
 }
 
 }  // namespace strata

@@ -15,13 +15,16 @@ namespace strata::tools {
 namespace {
 
 struct ChatFlags {
-  SessionOptions session;
+  SessionFlags session;
   GenerateOptions generate;
   std::string system_prompt;
 };
 
 int chat(const ChatFlags& flags) {
-  const auto opened = Session::open(flags.session);
+  ChatFlags resolved = flags;
+  if (const Status status = resolve_session_flags(resolved.session); !status.ok())
+    return report_failure(status);
+  const auto opened = Session::open(resolved.session.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
   std::vector<ChatMessage> conversation;
@@ -43,6 +46,10 @@ int chat(const ChatFlags& flags) {
     std::fputc('\n', stdout);
     if (!generated.ok()) return report_failure(generated.status());
     conversation.push_back({"assistant", reply});
+  }
+  if (!resolved.session.options.warm_path.empty()) {
+    const Status saved = session.save_expert_usage();
+    if (!saved.ok()) return report_failure(saved);
   }
   return 0;
 }

@@ -32,10 +32,13 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
   return tokens;
 }
 
-int run_logits(SessionOptions options, const std::string& tokens_path,
-               const std::string& out_path) {
+int run_logits(SessionFlags flags, const std::string& tokens_path, const std::string& out_path) {
   const auto tokens = read_token_file(tokens_path);
   if (!tokens.ok()) return report_failure(tokens.status());
+  if (const Status status = resolve_session_flags(flags); !status.ok())
+    return report_failure(status);
+  SessionOptions& options = flags.options;
+  options.teacher_forced = true;
   if (options.n_ctx == 0) options.n_ctx = int64_t(tokens.value().size());
   const auto session = Session::open(options);
   if (!session.ok()) return report_failure(session.status());
@@ -54,7 +57,7 @@ int run_logits(SessionOptions options, const std::string& tokens_path,
 
 void add_logits_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand("logits", "teacher-forced logits of a token sequence");
-  auto options = std::make_shared<SessionOptions>();
+  auto options = std::make_shared<SessionFlags>();
   auto tokens = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   add_session_flags(command, *options);

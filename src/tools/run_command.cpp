@@ -15,15 +15,35 @@ namespace strata::tools {
 namespace {
 
 struct RunFlags {
-  SessionOptions session;
+  SessionFlags session;
   GenerateOptions generate;
   std::string prompt;
   std::string prompt_file;
   std::string stats_path;
 };
 
-Status write_stats(const std::string& path, const SessionStats& stats, int64_t prompt_tokens) {
+nlohmann::json counters_json(const ExpertCounters& c) {
+  return {{"hits", c.hits},
+          {"readahead_hits", c.readahead_hits},
+          {"late_readaheads", c.late_readaheads},
+          {"misses", c.misses},
+          {"readaheads_issued", c.readaheads_issued},
+          {"readaheads_wasted", c.readaheads_wasted},
+          {"bytes_read", c.bytes_read},
+          {"host_wait_ms", c.host_wait_ms},
+          {"hit_rate", c.hit_rate()}};
+}
+
+Status write_stats(const std::string& path, const Session& session, int64_t prompt_tokens) {
+  const SessionStats& stats = session.stats();
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& step : stats.steps)
+    steps.push_back({{"phase", step.prefill ? "prefill" : "decode"},
+                     {"tokens", step.tokens},
+                     {"ms", step.ms},
+                     {"experts", counters_json(step.experts)}});
   const nlohmann::json json = {
+      {"model", session.describe()},
       {"prompt_tokens", prompt_tokens},
       {"prefill_tokens", stats.prefill_tokens},
       {"prefill_ms", stats.prefill_ms},
@@ -31,6 +51,9 @@ Status write_stats(const std::string& path, const SessionStats& stats, int64_t p
       {"decode_tokens", stats.decode_tokens},
       {"decode_ms", stats.decode_ms},
       {"decode_tokens_per_s", stats.decode_tokens_per_s()},
+      {"experts", counters_json(stats.experts)},
+      {"peak_rss_bytes", Session::peak_rss_bytes()},
+      {"steps", steps},
   };
   const std::string text = json.dump(2) + "\n";
   return write_file_atomically(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
@@ -42,7 +65,9 @@ int run(RunFlags flags) {
     if (!in) return report_failure(Status::errorf("{}: cannot open", flags.prompt_file));
     flags.prompt.assign(std::istreambuf_iterator<char>(in), {});
   }
-  const auto opened = Session::open(flags.session);
+  if (const Status status = resolve_session_flags(flags.session); !status.ok())
+    return report_failure(status);
+  const auto opened = Session::open(flags.session.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
   const std::vector<int32_t> prompt = session.tokenize(flags.prompt);
@@ -61,9 +86,24 @@ int run(RunFlags flags) {
   std::fprintf(stderr, "prompt %lld tokens, %.1f tok/s | generated %lld tokens, %.2f tok/s\n",
                static_cast<long long>(stats.prefill_tokens), stats.prefill_tokens_per_s(),
                static_cast<long long>(stats.decode_tokens), stats.decode_tokens_per_s());
+  if (flags.session.options.memory_budget > 0) {
+    const ExpertCounters& e = stats.experts;
+    std::fprintf(stderr,
+                 "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "
+                 "%.1f MB read, %.1f ms waiting; peak RSS %.1f MiB\n",
+                 100 * e.hit_rate(), static_cast<unsigned long long>(e.hits),
+                 static_cast<unsigned long long>(e.readahead_hits),
+                 static_cast<unsigned long long>(e.late_readaheads),
+                 static_cast<unsigned long long>(e.misses), double(e.bytes_read) / 1e6,
+                 e.host_wait_ms, double(Session::peak_rss_bytes()) / 1048576);
+  }
   if (!flags.stats_path.empty()) {
-    const Status written = write_stats(flags.stats_path, stats, int64_t(prompt.size()));
+    const Status written = write_stats(flags.stats_path, session, int64_t(prompt.size()));
     if (!written.ok()) return report_failure(written);
+  }
+  if (!flags.session.options.warm_path.empty()) {
+    const Status saved = session.save_expert_usage();
+    if (!saved.ok()) return report_failure(saved);
   }
   return 0;
 }

@@ -6,14 +6,45 @@
 
 namespace strata::tools {
 
-inline void add_session_flags(CLI::App* command, SessionOptions& options) {
+// --mem is parsed after CLI11 (it takes "auto" or a size): call resolve_session_flags().
+struct SessionFlags {
+  SessionOptions options;
+  std::string memory_budget;
+};
+
+inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
+  SessionOptions& options = flags.options;
   command->add_option("-m,--model", options.model_path, "GGUF model file")->required();
+  command->add_option("--mem", flags.memory_budget,
+                      "memory budget of the whole process (512M, 4G, auto); experts stream from "
+                      "the file into what it leaves. Default: no budget, everything resident");
+  command->add_option(
+      "--moce", options.moce_bonus,
+      "cache-aware routing: bonus on the router logits of resident experts (0: exact)");
+  command
+      ->add_option("--moce-protect", options.moce_protect,
+                   "top picks always taken from the exact router logits")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--readahead", options.readahead,
+                      "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
+  command->add_option("--io-threads", options.io_threads, "reader threads")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--io", options.io_backend, "I/O backend: pread or uring");
+  command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy");
+  command->add_option("--warm", options.warm_path,
+                      "expert usage file: preload its hottest experts, save usage at exit");
   command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--prefill-chunk", options.prefill_chunk, "prompt tokens per forward batch")
       ->check(CLI::PositiveNumber);
+}
+
+inline Status resolve_session_flags(SessionFlags& flags) {
+  if (flags.memory_budget.empty()) return Status();
+  STRATA_ASSIGN_OR_RETURN(flags.options.memory_budget, parse_memory_budget(flags.memory_budget));
+  return Status();
 }
 
 inline void add_sampling_flags(CLI::App* command, GenerateOptions& options) {

@@ -1,0 +1,137 @@
+#include "experts/expert_arena.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "base/check.h"
+
+namespace strata {
+namespace {
+
+size_t round_up(size_t value, size_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+const ExpertTensorLayout& slice_of(const LayerExpertLayout& layer, int slice) {
+  return slice == 0 ? layer.gate : slice == 1 ? layer.up : layer.down;
+}
+
+}  // namespace
+
+void ExpertArena::Free::operator()(uint8_t* p) const { std::free(p); }
+
+std::vector<ExpertArena::SizeClass> ExpertArena::plan_classes(const ExpertLayout& layout,
+                                                              size_t alignment) {
+  std::map<std::array<size_t, 3>, size_t> index;
+  std::vector<SizeClass> classes;
+  for (int layer = 0; layer < layout.n_layer(); ++layer) {
+    const auto& l = layout.layers[size_t(layer)];
+    const std::array<size_t, 3> bytes = {l.gate.expert_bytes, l.up.expert_bytes,
+                                         l.down.expert_bytes};
+    auto [it, inserted] = index.emplace(bytes, classes.size());
+    if (inserted) {
+      SizeClass c;
+      c.slice_bytes = bytes;
+      // A slice can start anywhere in an alignment unit: one extra unit covers the shift.
+      for (int s = 0; s < 3; ++s)
+        c.region_bytes[size_t(s)] = round_up(bytes[size_t(s)], alignment) + alignment;
+      c.slot_bytes = c.region_bytes[0] + c.region_bytes[1] + c.region_bytes[2];
+      classes.push_back(c);
+    }
+    classes[it->second].layers.push_back(layer);
+  }
+  return classes;
+}
+
+uint64_t ExpertArena::minimum_bytes(const ExpertLayout& layout, size_t alignment, int min_slots) {
+  uint64_t bytes = 0;
+  for (const SizeClass& c : plan_classes(layout, alignment))
+    bytes += uint64_t(c.slot_bytes) * uint64_t(min_slots);
+  return bytes;
+}
+
+Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& layout,
+                                                         uint64_t budget_bytes, size_t alignment,
+                                                         int min_slots) {
+  auto arena = std::unique_ptr<ExpertArena>(new ExpertArena());
+  arena->layout_ = layout;
+  arena->alignment_ = alignment;
+  arena->classes_ = plan_classes(layout, alignment);
+  arena->class_of_layer_.assign(size_t(layout.n_layer()), 0);
+  const uint64_t minimum = minimum_bytes(layout, alignment, min_slots);
+  if (budget_bytes < minimum)
+    return Status::errorf(
+        "the expert arena needs at least {} bytes ({} slots of each size class), "
+        "{} more than the {} bytes left for it",
+        minimum, min_slots, minimum - budget_bytes, budget_bytes);
+  // Each class gets the budget in proportion to the bytes of all its units, and at least
+  // min_slots; the whole file fits when the budget allows (no class gets more slots than
+  // it has units).
+  uint64_t all_units = 0;
+  for (const SizeClass& c : arena->classes_)
+    all_units += uint64_t(c.slot_bytes) * c.layers.size() * uint64_t(layout.n_expert);
+  for (size_t i = 0; i < arena->classes_.size(); ++i) {
+    SizeClass& c = arena->classes_[i];
+    const uint64_t units = c.layers.size() * uint64_t(layout.n_expert);
+    const double share = double(c.slot_bytes) * double(units) / double(all_units);
+    const uint64_t slots = uint64_t(double(budget_bytes) * share) / c.slot_bytes;
+    c.n_slots = int(std::clamp<uint64_t>(slots, uint64_t(min_slots), units));
+    for (int layer : c.layers) arena->class_of_layer_[size_t(layer)] = int(i);
+    void* memory = nullptr;
+    const size_t bytes = c.slot_bytes * size_t(c.n_slots);
+    if (posix_memalign(&memory, std::max<size_t>(alignment, 64), bytes) != 0)
+      return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
+    arena->memory_.emplace_back(static_cast<uint8_t*>(memory));
+    arena->bytes_ += bytes;
+  }
+  return arena;
+}
+
+int ExpertArena::total_slots() const {
+  int total = 0;
+  for (const SizeClass& c : classes_) total += c.n_slots;
+  return total;
+}
+
+uint8_t* ExpertArena::slot_memory(int size_class, int slot) const {
+  const SizeClass& c = classes_[size_t(size_class)];
+  STRATA_CHECK(slot >= 0 && slot < c.n_slots);
+  return memory_[size_t(size_class)].get() + size_t(slot) * c.slot_bytes;
+}
+
+ExpertUnit ExpertArena::unit_in_slot(int layer, int32_t expert, int slot) const {
+  const int size_class = class_of_layer(layer);
+  const SizeClass& c = classes_[size_t(size_class)];
+  uint8_t* region = slot_memory(size_class, slot);
+  std::array<const uint8_t*, 3> slices;
+  for (int s = 0; s < 3; ++s) {
+    const ExpertTensorLayout& t = slice_of(layout_.layers[size_t(layer)], s);
+    const uint64_t offset = t.file_offset + uint64_t(expert) * t.expert_bytes;
+    slices[size_t(s)] = region + offset % alignment_;
+    region += c.region_bytes[size_t(s)];
+  }
+  return ExpertUnit{slices[0], slices[1], slices[2]};
+}
+
+std::array<ReadRange, 3> ExpertArena::reads_for(int layer, int32_t expert, int slot,
+                                                uint64_t file_size) const {
+  const int size_class = class_of_layer(layer);
+  const SizeClass& c = classes_[size_t(size_class)];
+  uint8_t* region = slot_memory(size_class, slot);
+  std::array<ReadRange, 3> reads;
+  for (int s = 0; s < 3; ++s) {
+    const ExpertTensorLayout& t = slice_of(layout_.layers[size_t(layer)], s);
+    const uint64_t offset = t.file_offset + uint64_t(expert) * t.expert_bytes;
+    const uint64_t begin = offset / alignment_ * alignment_;
+    const uint64_t end = std::min<uint64_t>(round_up(offset + t.expert_bytes, alignment_),
+                                            round_up(file_size, alignment_));
+    reads[size_t(s)] = ReadRange{region, begin, size_t(end - begin)};
+    region += c.region_bytes[size_t(s)];
+  }
+  return reads;
+}
+
+}  // namespace strata

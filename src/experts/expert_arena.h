@@ -1,0 +1,71 @@
+// The memory of the expert arena: fixed slots, each holding one expert unit (the gate, up and
+// down slices of one expert in one layer), grouped into size classes — layers whose units
+// have the same slice sizes share a class, so a file with mixed formats (e.g. Q4_K_M, where
+// some layers keep ffn_down in Q6_K) packs its slots without waste.
+//
+// A slot holds each slice in a region widened to the reader's alignment, so O_DIRECT reads
+// land in place with no bounce copy: the slice starts (file offset mod alignment) bytes into
+// its region. The arena only maps units to bytes; which unit occupies which slot, pins and
+// eviction belong to the store (streaming_expert_store.h).
+//
+// Thread-safety: immutable after create(); slot memory is written by I/O threads and read by
+// compute threads under the store's protocol.
+#pragma once
+
+#include <strata/status.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "experts/expert_layout.h"
+#include "experts/io_engine.h"
+
+namespace strata {
+
+class ExpertArena {
+ public:
+  struct SizeClass {
+    std::array<size_t, 3> slice_bytes{};   // gate, up, down
+    std::array<size_t, 3> region_bytes{};  // each widened for alignment
+    size_t slot_bytes = 0;
+    std::vector<int> layers;
+    int n_slots = 0;
+  };
+
+  // Splits `budget_bytes` among the size classes in proportion to the bytes of all their
+  // units. Fails, saying how much is needed, when a class would get fewer than `min_slots`.
+  static Result<std::unique_ptr<ExpertArena>> create(const ExpertLayout& layout,
+                                                     uint64_t budget_bytes, size_t alignment,
+                                                     int min_slots);
+  // The smallest budget create() accepts.
+  static uint64_t minimum_bytes(const ExpertLayout& layout, size_t alignment, int min_slots);
+
+  const std::vector<SizeClass>& classes() const { return classes_; }
+  int class_of_layer(int layer) const { return class_of_layer_[size_t(layer)]; }
+  uint64_t bytes() const { return bytes_; }
+  int total_slots() const;
+
+  // Where unit (layer, expert) lives in slot `slot` of its layer's class, and the aligned
+  // reads that fill it (clipped to the end of a file of `file_size` bytes).
+  ExpertUnit unit_in_slot(int layer, int32_t expert, int slot) const;
+  std::array<ReadRange, 3> reads_for(int layer, int32_t expert, int slot, uint64_t file_size) const;
+
+ private:
+  static std::vector<SizeClass> plan_classes(const ExpertLayout& layout, size_t alignment);
+  uint8_t* slot_memory(int size_class, int slot) const;
+
+  ExpertLayout layout_;
+  size_t alignment_ = 1;
+  std::vector<SizeClass> classes_;
+  std::vector<int> class_of_layer_;
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, Free>> memory_;  // one block per class
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace strata

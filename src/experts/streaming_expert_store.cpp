@@ -1,0 +1,290 @@
+#include "experts/streaming_expert_store.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "base/check.h"
+
+namespace strata {
+
+Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
+    ExpertLayout layout, int n_expert_used, std::shared_ptr<FileReader> reader,
+    const StreamingStoreOptions& options) {
+  auto store = std::unique_ptr<StreamingExpertStore>(new StreamingExpertStore());
+  STRATA_ASSIGN_OR_RETURN(store->arena_, ExpertArena::create(layout, options.arena_bytes,
+                                                             reader->alignment(), n_expert_used));
+  STRATA_ASSIGN_OR_RETURN(store->engine_,
+                          IoEngine::create(reader, options.io_threads, options.backend));
+  for (const ExpertArena::SizeClass& size_class : store->arena_->classes()) {
+    store->slots_.emplace_back(size_t(size_class.n_slots));
+    std::vector<int> free;
+    for (int i = size_class.n_slots - 1; i >= 0; --i) free.push_back(i);
+    store->free_slots_.push_back(std::move(free));
+    STRATA_ASSIGN_OR_RETURN(auto policy, make_policy(options.policy, size_t(size_class.n_slots)));
+    store->policies_.push_back(std::move(policy));
+  }
+  store->slot_of_unit_.assign(size_t(layout.n_layer()) * size_t(layout.n_expert), -1);
+  store->speculations_.resize(size_t(layout.n_layer()));
+  store->layout_ = std::move(layout);
+  store->n_expert_used_ = n_expert_used;
+  store->reader_ = std::move(reader);
+  return store;
+}
+
+StreamingExpertStore::~StreamingExpertStore() {
+  // Reads in flight write into the arena: stop the engine before the arena goes.
+  engine_.reset();
+}
+
+void StreamingExpertStore::submit_read(int layer, int32_t expert, int size_class, int index,
+                                       int priority) {
+  const auto reads = arena_->reads_for(layer, expert, index, reader_->size());
+  Slot& s = slot(size_class, index);
+  s.ticket = engine_->submit(reads, priority);
+  s.reading = true;
+  s.error = Status();
+}
+
+void StreamingExpertStore::collect(int size_class, int index, bool block) {
+  Slot& s = slot(size_class, index);
+  if (!s.reading || (!block && !engine_->finished(s.ticket))) return;
+  const auto start = std::chrono::steady_clock::now();
+  Status status = engine_->wait(s.ticket);
+  if (block)
+    stats_.host_wait_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  s.reading = false;
+  if (s.unit >= 0 && !status.ok())
+    s.error = status.with_prefix(
+        fmt::format("layer {} expert {}", s.unit / layout_.n_expert, s.unit % layout_.n_expert));
+}
+
+void StreamingExpertStore::free_slot(int size_class, int index) {
+  Slot& s = slot(size_class, index);
+  // A read that has started cannot be stopped; the slot is free but stays busy until it ends
+  // (take_slot waits for it), which costs time, not correctness.
+  if (s.reading && engine_->cancel(s.ticket)) s.reading = false;
+  s.unit = -1;
+  s.speculative = false;
+  s.pinned = false;
+  s.error = Status();
+  free_slots_[size_t(size_class)].push_back(index);
+}
+
+int StreamingExpertStore::take_slot(int size_class, bool for_prefetch) {
+  auto& free = free_slots_[size_t(size_class)];
+  if (!free.empty()) {
+    const int index = free.back();
+    free.pop_back();
+    collect(size_class, index, /*block=*/true);  // a dropped read still running
+    return index;
+  }
+  auto& slots = slots_[size_t(size_class)];
+  if (!for_prefetch) {
+    // Demand beats speculation: drop the least confident prediction.
+    int chosen = -1;
+    for (int i = 0; i < int(slots.size()); ++i)
+      if (slots[size_t(i)].speculative && !slots[size_t(i)].pinned &&
+          (chosen < 0 || slots[size_t(i)].prefetch_rank > slots[size_t(chosen)].prefetch_rank))
+        chosen = i;
+    if (chosen >= 0) {
+      slot_of_unit_[size_t(slots[size_t(chosen)].unit)] = -1;
+      ++stats_.readaheads_wasted;
+      free_slot(size_class, chosen);
+      return take_slot(size_class, for_prefetch);
+    }
+  }
+  const auto victim = policies_[size_t(size_class)]->victim([&](uint32_t unit) {
+    const int index = slot_of_unit_[unit];
+    return index >= 0 && !slots[size_t(index)].pinned;
+  });
+  if (!victim) return -1;
+  const int index = slot_of_unit_[*victim];
+  policies_[size_t(size_class)]->on_remove(*victim);
+  slot_of_unit_[*victim] = -1;
+  free_slot(size_class, index);
+  return take_slot(size_class, for_prefetch);
+}
+
+void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> experts, bool prefill) {
+  if (current_layer_ >= 0) end_layer(current_layer_);  // a forward pass that failed midway
+  current_layer_ = layer;
+  current_prefill_ = prefill;
+  needs_.clear();
+  const int c = arena_->class_of_layer(layer);
+  ReplacementPolicy& policy = *policies_[size_t(c)];
+  // Units already here are pinned first, so that no miss below can evict them.
+  for (int32_t expert : experts) {
+    const int32_t unit = unit_id(layer, expert);
+    Need need{expert};
+    const int index = slot_of_unit_[size_t(unit)];
+    if (index >= 0) {
+      Slot& s = slot(c, index);
+      if (s.speculative) {
+        s.speculative = false;
+        policy.on_insert(uint32_t(unit), prefill);
+        collect(c, index, /*block=*/false);
+        if (s.reading) {
+          ++stats_.late_readaheads;
+          engine_->expedite(s.ticket, 0);
+        } else {
+          ++stats_.readahead_hits;
+        }
+      } else {
+        ++stats_.hits;
+        policy.on_access(uint32_t(unit));
+      }
+      s.pinned = true;
+      need.slot = index;
+    } else {
+      ++stats_.misses;
+    }
+    needs_.push_back(need);
+  }
+  // Predictions this layer did not use are dropped, finished or not.
+  for (int32_t expert : speculations_[size_t(layer)]) {
+    const int32_t unit = unit_id(layer, expert);
+    const int index = slot_of_unit_[size_t(unit)];
+    if (index < 0 || !slot(c, index).speculative) continue;
+    slot_of_unit_[size_t(unit)] = -1;
+    ++stats_.readaheads_wasted;
+    free_slot(c, index);
+  }
+  speculations_[size_t(layer)].clear();
+  assign_waiting_needs();
+}
+
+void StreamingExpertStore::assign_waiting_needs() {
+  const int c = arena_->class_of_layer(current_layer_);
+  for (Need& need : needs_) {
+    if (need.slot >= 0) continue;
+    const int index = take_slot(c, /*for_prefetch=*/false);
+    if (index < 0) return;  // every slot pinned: waits for release()
+    const int32_t unit = unit_id(current_layer_, need.expert);
+    Slot& s = slot(c, index);
+    s.unit = unit;
+    s.pinned = true;
+    slot_of_unit_[size_t(unit)] = index;
+    policies_[size_t(c)]->on_insert(uint32_t(unit), current_prefill_);
+    submit_read(current_layer_, need.expert, c, index, /*priority=*/0);
+    need.slot = index;
+  }
+}
+
+void StreamingExpertStore::prefetch(int layer, std::span<const int32_t> predicted) {
+  const int c = arena_->class_of_layer(layer);
+  int rank = 0;
+  for (int32_t expert : predicted) {
+    ++rank;
+    const int32_t unit = unit_id(layer, expert);
+    if (slot_of_unit_[size_t(unit)] >= 0) continue;
+    const int index = take_slot(c, /*for_prefetch=*/true);
+    if (index < 0) return;
+    Slot& s = slot(c, index);
+    s.unit = unit;
+    s.speculative = true;
+    s.prefetch_rank = rank;
+    slot_of_unit_[size_t(unit)] = index;
+    submit_read(layer, expert, c, index, rank);
+    speculations_[size_t(layer)].push_back(expert);
+    ++stats_.readaheads_issued;
+  }
+}
+
+Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
+  STRATA_CHECK_EQ(layer, current_layer_);
+  const int c = arena_->class_of_layer(layer);
+  // When the layer needs more units than the arena holds, units are claimed strictly in
+  // order, so that which ones are evicted for the rest does not depend on I/O timing.
+  bool waves = false;
+  for (const Need& need : needs_) waves = waves || need.slot < 0;
+  std::vector<Need*> ready;
+  Need* first = nullptr;
+  for (Need& need : needs_) {
+    if (need.claimed) continue;
+    if (!first) first = &need;
+    if (waves) break;
+    collect(c, need.slot, /*block=*/false);
+    if (!slot(c, need.slot).reading) ready.push_back(&need);
+  }
+  if (!first) return std::vector<ClaimedExpert>();
+  if (ready.empty()) {
+    STRATA_CHECK(first->slot >= 0);  // the model releases what it claimed before claiming more
+    collect(c, first->slot, /*block=*/true);
+    ready.push_back(first);
+  }
+  std::vector<ClaimedExpert> claimed;
+  for (Need* need : ready) {
+    const Slot& s = slot(c, need->slot);
+    if (!s.error.ok()) {
+      // Reported once; the unit leaves the arena so that a later attempt reads it again.
+      const Status error = s.error;
+      const int32_t unit = s.unit;
+      policies_[size_t(c)]->on_remove(uint32_t(unit));
+      slot_of_unit_[size_t(unit)] = -1;
+      free_slot(c, need->slot);
+      need->slot = -1;
+      need->claimed = true;
+      return error;
+    }
+    need->claimed = true;
+    claimed.push_back({need->expert, arena_->unit_in_slot(layer, need->expert, need->slot)});
+  }
+  return claimed;
+}
+
+void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> experts) {
+  STRATA_CHECK_EQ(layer, current_layer_);
+  const int c = arena_->class_of_layer(layer);
+  for (const ClaimedExpert& claimed : experts) {
+    const int index = slot_of_unit_[size_t(unit_id(layer, claimed.expert))];
+    STRATA_CHECK(index >= 0);
+    slot(c, index).pinned = false;
+  }
+  assign_waiting_needs();
+}
+
+void StreamingExpertStore::end_layer(int layer) {
+  STRATA_CHECK_EQ(layer, current_layer_);
+  const int c = arena_->class_of_layer(layer);
+  for (const Need& need : needs_)
+    if (need.slot >= 0) slot(c, need.slot).pinned = false;
+  needs_.clear();
+  current_layer_ = -1;
+}
+
+bool StreamingExpertStore::is_resident(int layer, int32_t expert) const {
+  const int index = slot_of_unit_[size_t(unit_id(layer, expert))];
+  if (index < 0) return false;
+  return !slots_[size_t(arena_->class_of_layer(layer))][size_t(index)].speculative;
+}
+
+ExpertStoreStats StreamingExpertStore::stats() const {
+  ExpertStoreStats stats = stats_;
+  stats.bytes_read = engine_->stats().bytes_read;
+  return stats;
+}
+
+Status StreamingExpertStore::preload(std::span<const std::pair<int, int32_t>> units) {
+  std::vector<std::pair<int, int>> loading;  // class, slot
+  for (const auto& [layer, expert] : units) {
+    const int c = arena_->class_of_layer(layer);
+    const int32_t unit = unit_id(layer, expert);
+    if (slot_of_unit_[size_t(unit)] >= 0 || free_slots_[size_t(c)].empty()) continue;
+    const int index = take_slot(c, /*for_prefetch=*/true);
+    Slot& s = slot(c, index);
+    s.unit = unit;
+    slot_of_unit_[size_t(unit)] = index;
+    policies_[size_t(c)]->on_insert(uint32_t(unit), false);
+    submit_read(layer, expert, c, index, 0);
+    loading.push_back({c, index});
+  }
+  for (const auto& [c, index] : loading) {
+    collect(c, index, /*block=*/true);
+    if (!slot(c, index).error.ok()) return slot(c, index).error;
+  }
+  return Status();
+}
+
+}  // namespace strata

@@ -1,0 +1,104 @@
+// The streaming expert store (DESIGN.md §3): routed experts live in the model file and are
+// read on demand into a bounded arena of slots, with read-ahead of predicted experts and a
+// pluggable replacement policy.
+//
+// Life of a unit (layer, expert):
+//   absent -> speculative (prefetch() started a read; not resident for routing purposes)
+//          -> resident (begin_layer() needed it: claimed from speculation, or read on demand)
+//          -> absent (evicted by the policy, or a speculation dropped unused)
+// Residency as routing sees it (is_resident) and the policy's state change only in
+// begin_layer() and prefetch(), in argument order, so they are a function of the routes
+// alone, never of I/O timing. A speculation its layer did not use is dropped at that layer's
+// begin_layer() whether or not its read finished (if the read is still running, the slot
+// stays busy until it ends, which only costs time).
+//
+// Thread-safety: one compute thread calls everything; reads run on the I/O engine's threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experts/expert_arena.h"
+#include "experts/expert_store.h"
+#include "experts/io_engine.h"
+#include "experts/replacement_policy.h"
+
+namespace strata {
+
+struct StreamingStoreOptions {
+  uint64_t arena_bytes = 0;
+  std::string policy = "lru";
+  int io_threads = 2;
+  IoBackend backend = IoBackend::kPread;
+};
+
+class StreamingExpertStore final : public ExpertStore {
+ public:
+  // The arena needs at least n_expert_used slots per size class (one token's experts of a
+  // layer at once); `reader` reads the model file (O_DIRECT where possible).
+  static Result<std::unique_ptr<StreamingExpertStore>> create(ExpertLayout layout,
+                                                              int n_expert_used,
+                                                              std::shared_ptr<FileReader> reader,
+                                                              const StreamingStoreOptions& options);
+  ~StreamingExpertStore() override;
+
+  const ExpertLayout& layout() const override { return layout_; }
+  void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) override;
+  void prefetch(int layer, std::span<const int32_t> predicted) override;
+  Result<std::vector<ClaimedExpert>> claim_next(int layer) override;
+  void release(int layer, std::span<const ClaimedExpert> experts) override;
+  void end_layer(int layer) override;
+  bool is_resident(int layer, int32_t expert) const override;
+  ExpertStoreStats stats() const override;
+
+  const ExpertArena& arena() const { return *arena_; }
+  // Makes (layer, expert) resident now, in order (warm start); stops when the arena is full.
+  Status preload(std::span<const std::pair<int, int32_t>> units);
+
+ private:
+  struct Slot {
+    int32_t unit = -1;         // layer * n_expert + expert; -1 when free
+    bool speculative = false;  // loaded by prefetch, not yet needed
+    bool pinned = false;       // needed by the current layer, not yet released
+    bool reading = false;      // a read was submitted and not yet collected
+    IoEngine::Ticket ticket = 0;
+    int prefetch_rank = 0;
+    Status error;  // a failed read, reported when the unit is claimed
+  };
+  struct Need {
+    int32_t expert;
+    int slot = -1;  // -1: waiting for a slot (the layer needs more than the arena holds)
+    bool claimed = false;
+  };
+
+  StreamingExpertStore() = default;
+  int32_t unit_id(int layer, int32_t expert) const { return layer * layout_.n_expert + expert; }
+  Slot& slot(int size_class, int index) { return slots_[size_t(size_class)][size_t(index)]; }
+  // A slot of `size_class` for a new unit: a free one, else an unused speculation, else the
+  // policy's victim among unpinned resident units. -1 if every slot is pinned.
+  int take_slot(int size_class, bool for_prefetch);
+  void free_slot(int size_class, int index);
+  void submit_read(int layer, int32_t expert, int size_class, int index, int priority);
+  // Collects a finished (or, when `block`, any) read of a slot.
+  void collect(int size_class, int index, bool block);
+  void assign_waiting_needs();
+
+  ExpertLayout layout_;
+  int n_expert_used_ = 0;
+  std::shared_ptr<FileReader> reader_;
+  std::unique_ptr<IoEngine> engine_;
+  std::unique_ptr<ExpertArena> arena_;
+  std::vector<std::vector<Slot>> slots_;                      // [class][slot]
+  std::vector<std::vector<int>> free_slots_;                  // [class]
+  std::vector<std::unique_ptr<ReplacementPolicy>> policies_;  // [class]
+  std::vector<int32_t> slot_of_unit_;                         // -1: not in the arena
+  std::vector<std::vector<int32_t>> speculations_;            // [layer]: experts prefetched
+
+  int current_layer_ = -1;
+  bool current_prefill_ = false;
+  std::vector<Need> needs_;
+  ExpertStoreStats stats_;
+};
+
+}  // namespace strata

@@ -1,0 +1,83 @@
+#include "runtime/expert_usage.h"
+
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+
+namespace strata {
+
+ExpertUsage::ExpertUsage(int n_layer, int n_expert)
+    : n_layer_(n_layer), n_expert_(n_expert), counts_(size_t(n_layer) * size_t(n_expert), 0) {}
+
+Result<ExpertUsage> ExpertUsage::load(const std::string& path, int n_layer, int n_expert) {
+  std::ifstream in(path);
+  if (!in) return Status::errorf("{}: cannot open", path);
+  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object() || json.value("format", "") != "strata-expert-usage")
+    return Status::errorf("{}: not a strata expert-usage file", path);
+  if (json.value("n_layer", -1) != n_layer || json.value("n_expert", -1) != n_expert)
+    return Status::errorf("{}: made for {} layers x {} experts, this model has {} x {}", path,
+                          json.value("n_layer", -1), json.value("n_expert", -1), n_layer, n_expert);
+  ExpertUsage usage(n_layer, n_expert);
+  const auto& counts = json["counts"];
+  if (!counts.is_array() || int(counts.size()) != n_layer)
+    return Status::errorf("{}: counts must be {} rows", path, n_layer);
+  for (int l = 0; l < n_layer; ++l) {
+    const auto& row = counts[size_t(l)];
+    if (!row.is_array() || int(row.size()) != n_expert)
+      return Status::errorf("{}: counts row {} must hold {} numbers", path, l, n_expert);
+    for (int e = 0; e < n_expert; ++e) {
+      if (!row[size_t(e)].is_number_unsigned())
+        return Status::errorf("{}: counts[{}][{}] is not a count", path, l, e);
+      usage.counts_[size_t(l) * size_t(n_expert) + size_t(e)] = row[size_t(e)].get<uint64_t>();
+    }
+  }
+  return usage;
+}
+
+Status ExpertUsage::save(const std::string& path) const {
+  nlohmann::json counts = nlohmann::json::array();
+  for (int l = 0; l < n_layer_; ++l)
+    counts.push_back(std::vector<uint64_t>(counts_.begin() + l * n_expert_,
+                                           counts_.begin() + (l + 1) * n_expert_));
+  const nlohmann::json json = {{"format", "strata-expert-usage"},
+                               {"version", 1},
+                               {"n_layer", n_layer_},
+                               {"n_expert", n_expert_},
+                               {"counts", counts}};
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(temporary);
+    out << json.dump() << "\n";
+    if (!out) return Status::errorf("{}: cannot write", temporary);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return Status::errorf("{}: cannot write", path);
+  }
+  return Status();
+}
+
+void ExpertUsage::merge(const ExpertUsage& other) {
+  for (size_t i = 0; i < counts_.size() && i < other.counts_.size(); ++i)
+    counts_[i] += other.counts_[i];
+}
+
+std::vector<std::pair<int, int32_t>> ExpertUsage::hottest() const {
+  std::vector<size_t> order(counts_.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return counts_[a] > counts_[b]; });
+  std::vector<std::pair<int, int32_t>> units;
+  for (size_t i : order) {
+    if (counts_[i] == 0) break;
+    units.push_back({int(i / size_t(n_expert_)), int32_t(i % size_t(n_expert_))});
+  }
+  return units;
+}
+
+}  // namespace strata

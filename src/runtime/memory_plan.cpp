@@ -1,0 +1,91 @@
+#include "runtime/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <string>
+
+#include "experts/expert_arena.h"
+#include "model/kv_cache.h"
+#include "model/tensor_data.h"
+#include "model/transformer.h"
+#include "runtime/byte_size.h"
+
+namespace strata {
+namespace {
+
+// Allocator fragmentation and the small structures no line lists (thread stacks, I/O
+// bookkeeping): 32 MiB plus 2 % of the budget.
+uint64_t margin_bytes(uint64_t budget) { return (32ull << 20) + budget / 50; }
+
+uint64_t proc_status_kib(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(field) + ":";
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size()));
+  return 0;
+}
+
+}  // namespace
+
+uint64_t current_rss_bytes() { return proc_status_kib("VmRSS") * 1024; }
+uint64_t peak_rss_bytes() { return proc_status_kib("VmHWM") * 1024; }
+
+uint64_t automatic_budget_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024 / 10 * 8;  // 80 %: room for everyone else
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
+  const ModelConfig& config = model.config();
+  const gguf::GgufFile& file = model.file();
+  MemoryPlan plan;
+  plan.budget_bytes = request.budget_bytes;
+  uint64_t dense_pieces = 0;
+  for (const auto& tensor : file.tensors()) dense_pieces += !is_routed_expert_tensor(tensor);
+  plan.lines = {
+      {"runtime, metadata and tokenizer (measured)", current_rss_bytes()},
+      {"dense weights", dense_tensor_bytes(file) + dense_pieces * 2 * request.io_alignment},
+      {fmt::format("KV cache ({} tokens, F32)", request.n_ctx),
+       KvCache::bytes_for(config, request.n_ctx)},
+      {fmt::format("compute scratch (batches of {})", request.batch),
+       Transformer::scratch_bytes(config, request.batch, request.n_ctx, request.n_threads,
+                                  request.all_logits)},
+      {"margin (allocator, stacks, I/O bookkeeping)", margin_bytes(request.budget_bytes)},
+  };
+  uint64_t fixed = 0;
+  for (const auto& line : plan.lines) fixed += line.bytes;
+  const uint64_t arena_minimum = ExpertArena::minimum_bytes(
+      model.weights().experts, request.io_alignment, int(config.n_expert_used));
+  plan.minimum_budget_bytes = fixed + arena_minimum;
+  plan.arena_bytes = request.budget_bytes > fixed ? request.budget_bytes - fixed : 0;
+  if (request.budget_bytes < plan.minimum_budget_bytes)
+    plan.shortfall = Status::errorf(
+        "{}: the memory budget {} is {} short: this model needs at least {} ({} resident plus {} "
+        "for an expert arena of {} experts per layer)",
+        file.name(), format_bytes(request.budget_bytes),
+        format_bytes(plan.minimum_budget_bytes - request.budget_bytes),
+        format_bytes(plan.minimum_budget_bytes), format_bytes(fixed), format_bytes(arena_minimum),
+        config.n_expert_used);
+  return plan;
+}
+
+std::string MemoryPlan::to_text() const {
+  std::string text = fmt::format("memory plan for a budget of {}:\n", format_bytes(budget_bytes));
+  for (const auto& line : lines)
+    text += fmt::format("  {:<46} {:>12}\n", line.what, format_bytes(line.bytes));
+  if (arena_bytes > 0)
+    text += fmt::format("  {:<46} {:>12}\n", "expert arena", format_bytes(arena_bytes));
+  text += fmt::format("  {:<46} {:>12}\n", "smallest budget that works",
+                      format_bytes(minimum_budget_bytes));
+  return text;
+}
+
+}  // namespace strata

@@ -1,0 +1,51 @@
+// The memory plan of a session under a budget (`--mem`): what stays resident, line by line,
+// and what is left for the expert arena. Printed at start-up and by `strata inspect --mem`;
+// a plan over budget is refused with how much more it needs and what the minimum is.
+//
+// The first line is measured, not estimated: the process's resident memory once the file's
+// metadata is parsed and the tokenizer built (binary, libraries, allocator, vocabulary).
+#pragma once
+
+#include <strata/status.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace strata {
+
+struct MemoryPlanRequest {
+  uint64_t budget_bytes = 0;
+  int64_t n_ctx = 0;
+  int64_t batch = 0;  // largest forward batch (prefill chunk)
+  int n_threads = 1;
+  bool all_logits = false;  // teacher forcing keeps the logits of every batch row
+  size_t io_alignment = 4096;
+};
+
+struct MemoryPlan {
+  struct Line {
+    std::string what;
+    uint64_t bytes;
+  };
+  std::vector<Line> lines;  // everything but the arena
+  uint64_t budget_bytes = 0;
+  uint64_t arena_bytes = 0;
+  uint64_t minimum_budget_bytes = 0;
+  // Set when the budget is below the minimum: one line saying how much more is needed.
+  Status shortfall;
+  std::string to_text() const;
+};
+
+// REQUIRES: `model` is described (shapes only suffice).
+MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request);
+
+// Resident set size of this process now and at its peak (VmRSS, VmHWM).
+uint64_t current_rss_bytes();
+uint64_t peak_rss_bytes();
+// A safe share of the memory this machine has available (MemAvailable), for `--mem auto`.
+uint64_t automatic_budget_bytes();
+
+}  // namespace strata

@@ -1,0 +1,114 @@
+#include "runtime/session_loader.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "base/populate_mapping.h"
+#include "base/progress.h"
+#include "experts/file_reader.h"
+#include "experts/resident_expert_store.h"
+#include "experts/streaming_expert_store.h"
+#include "model/tensor_data.h"
+#include "runtime/byte_size.h"
+#include "runtime/expert_usage.h"
+#include "runtime/memory_plan.h"
+
+namespace strata {
+namespace {
+
+Result<IoBackend> parse_backend(const std::string& name) {
+  if (name == "pread") return IoBackend::kPread;
+  if (name == "uring") return IoBackend::kUring;
+  return Status::errorf("unknown I/O backend '{}' (pread or uring)", name);
+}
+
+Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
+                     LoadedSession& session) {
+  STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file));
+  if (!options.quiet) {
+    // Every expert stays resident in this store, so the whole file is read in now.
+    ProgressBar progress("loading " + options.model_path, file->file_size());
+    populate_mapping(file->bytes(), &progress);
+  } else {
+    populate_mapping(file->bytes(), nullptr);
+  }
+  session.experts = std::make_unique<ResidentExpertStore>(file, session.model->weights().experts);
+  session.store = "all experts resident (memory-mapped)";
+  return Status();
+}
+
+Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
+                      LoadedSession& session) {
+  STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
+  MemoryPlanRequest request;
+  request.budget_bytes = options.memory_budget;
+  request.n_ctx = options.n_ctx;
+  request.batch = std::min(options.prefill_chunk, options.n_ctx);
+  request.n_threads = options.n_threads;
+  request.all_logits = options.teacher_forced;
+  request.io_alignment = reader->alignment();
+  const MemoryPlan plan = plan_memory(*described, request);
+  session.memory_plan = plan.to_text();
+  if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
+  STRATA_RETURN_IF_ERROR(plan.shortfall);
+
+  std::shared_ptr<LoadedTensorData> dense;
+  {
+    std::optional<ProgressBar> progress;
+    if (!options.quiet) progress.emplace("loading dense weights", dense_tensor_bytes(*file));
+    STRATA_ASSIGN_OR_RETURN(
+        dense, LoadedTensorData::load(*file, *reader, progress ? &*progress : nullptr));
+  }
+  STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, dense));
+  const ModelConfig& config = session.model->config();
+
+  StreamingStoreOptions store_options;
+  store_options.arena_bytes = plan.arena_bytes;
+  store_options.policy = options.cache_policy;
+  store_options.io_threads = options.io_threads;
+  STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_backend(options.io_backend));
+  STRATA_ASSIGN_OR_RETURN(
+      auto store, StreamingExpertStore::create(session.model->weights().experts,
+                                               int(config.n_expert_used), reader, store_options));
+  if (!options.warm_path.empty() && std::filesystem::exists(options.warm_path)) {
+    STRATA_ASSIGN_OR_RETURN(
+        const auto usage,
+        ExpertUsage::load(options.warm_path, int(config.n_layer), int(config.n_expert)));
+    const auto hottest = usage.hottest();
+    STRATA_RETURN_IF_ERROR(store->preload(hottest));
+  }
+  const ExpertArena& arena = store->arena();
+  session.store = fmt::format(
+      "experts streamed into a {} arena of {} slots ({} of {} units, {} "
+      "policy, {} I/O threads, {}{})",
+      format_bytes(arena.bytes()), arena.total_slots(),
+      fmt::format("{:.0f} %",
+                  100.0 * arena.total_slots() / double(config.n_layer * config.n_expert)),
+      config.n_layer * config.n_expert, options.cache_policy, options.io_threads,
+      options.io_backend, reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here");
+  session.experts = std::move(store);
+  return Status();
+}
+
+}  // namespace
+
+Result<LoadedSession> load_session(const SessionOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
+  LoadedSession session;
+  STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
+  session.tokenizer.emplace(std::move(tokenizer));
+  if (options.memory_budget == 0) {
+    STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
+  } else {
+    STRATA_RETURN_IF_ERROR(load_streaming(options, file, session));
+  }
+  if (session.tokenizer->token_count() > session.model->config().n_vocab)
+    return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
+                          session.tokenizer->token_count(), session.model->config().n_vocab);
+  return session;
+}
+
+}  // namespace strata

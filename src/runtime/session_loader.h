@@ -1,0 +1,30 @@
+// Opening a model for a session: without a memory budget the file is memory-mapped and every
+// expert is resident; with one, the memory plan is made and printed, the dense weights are
+// read into memory (O_DIRECT) and the experts stream into an arena (DESIGN.md §3).
+#pragma once
+
+#include <strata/session.h>
+#include <strata/status.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "experts/expert_store.h"
+#include "model/model.h"
+#include "runtime/tokenizer.h"
+
+namespace strata {
+
+struct LoadedSession {
+  std::shared_ptr<const Model> model;
+  std::optional<runtime::Tokenizer> tokenizer;
+  std::unique_ptr<ExpertStore> experts;
+  std::string memory_plan;  // empty without a budget
+  std::string store;        // how experts are kept, for describe()
+};
+
+// REQUIRES: options.n_threads and options.n_ctx resolved (> 0).
+Result<LoadedSession> load_session(const SessionOptions& options);
+
+}  // namespace strata
