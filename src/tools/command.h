@@ -26,5 +26,7 @@ void add_tokenize_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_make_model_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
+void add_trace_command(CLI::App& app, Action& action);
+void add_cachesim_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   add_inspect_command(app, action);
   add_make_model_command(app, action);
   add_bench_command(app, action);
+  add_trace_command(app, action);
+  add_cachesim_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,0 +1,72 @@
+// Replays expert traces (experts/expert_trace.h) through a cache of expert units, the way the
+// arena would serve them, to compare replacement policies offline (`strata cachesim`).
+//
+// The model of the arena: units are numbered layer * n_expert + expert; tokens are served in
+// order, and within a token the layers in order. The k experts one layer needs for a token
+// are needed at once: they are accessed best first, and none of them may be evicted while the
+// others are brought in. A miss inserts the unit, evicting the policy's victim when the cache
+// is full. The cache starts empty.
+#pragma once
+
+#include <strata/status.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "experts/expert_trace.h"
+
+namespace strata {
+
+struct CacheCounts {
+  uint64_t accesses = 0;
+  uint64_t hits = 0;
+
+  double hit_rate() const { return accesses ? double(hits) / double(accesses) : 0.0; }
+  CacheCounts& operator+=(const CacheCounts& other) {
+    accesses += other.accesses;
+    hits += other.hits;
+    return *this;
+  }
+};
+
+// One trace through one cache: the accesses of the prompt's tokens and of generated tokens.
+struct CacheRun {
+  CacheCounts prompt;
+  CacheCounts generated;
+
+  CacheCounts total() const {
+    CacheCounts sum = prompt;
+    return sum += generated;
+  }
+  CacheRun& operator+=(const CacheRun& other) {
+    prompt += other.prompt;
+    generated += other.generated;
+    return *this;
+  }
+};
+
+struct ReplayOptions {
+  size_t capacity = 0;       // units; at least trace.n_expert_used
+  bool scan_prompt = false;  // units brought in for prompt tokens are inserted as scan units
+};
+
+// Belady's MIN, which reads the trace's future: the bound for the practical policies.
+inline constexpr std::string_view kMinPolicy = "min";
+
+// `policy` is a name make_policy() knows, or kMinPolicy.
+Result<CacheRun> replay(const ExpertTrace& trace, std::string_view policy,
+                        const ReplayOptions& options);
+
+struct ArenaSize {
+  std::string label;  // as given: "25%" or "128"
+  size_t capacity;    // units
+};
+
+// A comma-separated list of arena sizes, each a percentage of `n_units` (rounded to the
+// nearest unit) or a unit count; every size must hold `min_capacity` units.
+Result<std::vector<ArenaSize>> parse_arena_sizes(std::string_view list, uint64_t n_units,
+                                                 size_t min_capacity);
+
+}  // namespace strata
