@@ -89,9 +89,19 @@ struct ChatMessage {
   std::string content;
 };
 
+// A memory plan for a budget, as open() would make it (its first line is measured in the
+// calling process).
+struct MemoryPlanSummary {
+  std::string text;             // line by line
+  uint64_t minimum_budget = 0;  // the smallest budget open() accepts
+  uint64_t arena_bytes = 0;     // what is left for experts (0 when below the minimum)
+};
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> open(const SessionOptions& options);
+  // REQUIRES: options.memory_budget > 0.
+  static Result<MemoryPlanSummary> plan(const SessionOptions& options);
   ~Session();
 
   // Tokenizer of the model.

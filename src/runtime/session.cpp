@@ -101,7 +101,9 @@ struct Session::Impl {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) {
+namespace {
+
+Result<SessionOptions> resolved(const SessionOptions& requested) {
   SessionOptions options = requested;
   if (options.n_threads <= 0)
     options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -110,6 +112,18 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
     STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
     options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
   }
+  return options;
+}
+
+}  // namespace
+
+Result<MemoryPlanSummary> Session::plan(const SessionOptions& requested) {
+  STRATA_ASSIGN_OR_RETURN(const SessionOptions options, resolved(requested));
+  return plan_session(options);
+}
+
+Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) {
+  STRATA_ASSIGN_OR_RETURN(const SessionOptions options, resolved(requested));
   STRATA_ASSIGN_OR_RETURN(LoadedSession loaded, load_session(options));
   auto impl = std::make_unique<Impl>(options, std::move(loaded));
   const ModelConfig& config = impl->model().config();

@@ -39,18 +39,23 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
   return Status();
 }
 
-Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
-                      LoadedSession& session) {
-  STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
+MemoryPlan make_plan(const SessionOptions& options, const Model& described,
+                     const FileReader& reader) {
   MemoryPlanRequest request;
   request.budget_bytes = options.memory_budget;
   request.n_ctx = options.n_ctx;
   request.batch = std::min(options.prefill_chunk, options.n_ctx);
   request.n_threads = options.n_threads;
   request.all_logits = options.teacher_forced;
-  request.io_alignment = reader->alignment();
-  const MemoryPlan plan = plan_memory(*described, request);
+  request.io_alignment = reader.alignment();
+  return plan_memory(described, request);
+}
+
+Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
+                      LoadedSession& session) {
+  STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
+  const MemoryPlan plan = make_plan(options, *described, *reader);
   session.memory_plan = plan.to_text();
   if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
   STRATA_RETURN_IF_ERROR(plan.shortfall);
@@ -94,6 +99,16 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
 }
 
 }  // namespace
+
+Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
+  STRATA_ASSIGN_OR_RETURN(const auto tokenizer, runtime::Tokenizer::from_gguf(*file));
+  STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
+  const MemoryPlan plan = make_plan(options, *described, *reader);
+  return MemoryPlanSummary{plan.to_text(), plan.minimum_budget_bytes,
+                           plan.shortfall.ok() ? plan.arena_bytes : 0};
+}
 
 Result<LoadedSession> load_session(const SessionOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));

@@ -26,5 +26,7 @@ struct LoadedSession {
 
 // REQUIRES: options.n_threads and options.n_ctx resolved (> 0).
 Result<LoadedSession> load_session(const SessionOptions& options);
+// The plan load_session() would make, without loading weights.
+Result<MemoryPlanSummary> plan_session(const SessionOptions& options);
 
 }  // namespace strata

@@ -1,26 +1,45 @@
-// strata inspect -m MODEL: architecture, tensors, expert sizes, memory needs.
+// strata inspect -m MODEL [--mem SIZE]: architecture, tensors, expert sizes, memory needs, and
+// with --mem the memory plan a session would make under that budget.
 #include <strata/inspect.h>
+#include <strata/session.h>
 
 #include <cstdio>
 
 #include "tools/command.h"
+#include "tools/session_flags.h"
 
 namespace strata::tools {
+namespace {
+
+struct InspectFlags {
+  InspectOptions inspect;
+  SessionFlags session;
+};
+
+int inspect(InspectFlags flags) {
+  const auto report = inspect_model(flags.session.options.model_path, flags.inspect);
+  if (!report.ok()) return report_failure(report.status());
+  std::fputs(report.value().c_str(), stdout);
+  if (flags.session.memory_budget.empty()) return 0;
+  if (const Status status = resolve_session_flags(flags.session); !status.ok())
+    return report_failure(status);
+  const auto plan = Session::plan(flags.session.options);
+  if (!plan.ok()) return report_failure(plan.status());
+  std::fputs(plan.value().text.c_str(), stdout);
+  if (plan.value().arena_bytes == 0)
+    std::printf("over budget: a session needs at least %.1f MiB\n",
+                double(plan.value().minimum_budget) / 1048576);
+  return 0;
+}
+
+}  // namespace
 
 void add_inspect_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand("inspect", "architecture, tensors, expert sizes, memory plan");
-  auto model = std::make_shared<std::string>();
-  auto options = std::make_shared<InspectOptions>();
-  command->add_option("-m,--model", *model, "GGUF model file")->required();
-  command->add_flag("--metadata", options->list_metadata, "also list every metadata key");
-  command->callback([&action, model, options] {
-    action = [model, options] {
-      const auto report = inspect_model(*model, *options);
-      if (!report.ok()) return report_failure(report.status());
-      std::fputs(report.value().c_str(), stdout);
-      return 0;
-    };
-  });
+  auto flags = std::make_shared<InspectFlags>();
+  add_session_flags(command, flags->session);
+  command->add_flag("--metadata", flags->inspect.list_metadata, "also list every metadata key");
+  command->callback([&action, flags] { action = [flags] { return inspect(*flags); }; });
 }
 
 }  // namespace strata::tools
