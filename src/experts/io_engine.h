@@ -2,14 +2,37 @@
 // threads, in priority order, with cancellation of reads that have not started.
 //
 // A request is up to kMaxRanges byte ranges read into caller-owned memory (an expert unit is
-// three: its gate, up and down slices). Ranges must satisfy the reader's alignment.
-// Priorities: lower runs sooner; among equal priorities, first submitted first. Urgent
-// (demand) reads use priority 0, read-aheads their predicted rank + 1.
+// three: its gate, up and down slices). Ranges must satisfy the reader's alignment
+// (file_reader.h); a range that does not fails the request, reported by wait().
 //
-// Backends: kPread runs n reader threads, each doing blocking reads; kUring keeps up to
-// n reads in flight through io_uring on one submission thread.
+// Life of a request: submit() queues it and returns its ticket. A backend *starts* it when it
+// takes it off the queue: from then on its ranges are being read and it can no longer be
+// cancelled or reordered. It *finishes* when every range has been read or has failed; its
+// status is OK, or the Status of its first range (in submission order) that failed. The
+// destinations must stay valid, and must not be touched by the caller, until the request has
+// finished (wait() returned or finished() said true) or cancel() returned true.
 //
-// Thread-safety: all methods may be called from any thread. wait() blocks the caller.
+// Ordering: requests start in priority order, lower number first; among equal priorities, in
+// submission order (an expedited request keeps its place in submission order). Urgent
+// (demand) reads use priority 0, read-aheads their predicted rank + 1. Requests that have
+// started run concurrently and may finish in any order.
+//
+// Tickets start at 1 and are never reused by an engine, so 0 can mean "no request".
+// Every ticket must end in exactly one of: wait(), or cancel() returning true. Until then the
+// engine keeps the request's record (a few hundred bytes).
+//
+// Backends:
+//  * kPread: n_threads reader threads; each takes the front of the queue and reads its ranges
+//    one after the other with FileReader::read(). At most n_threads requests run at once.
+//  * kUring: one thread submits and completes reads through io_uring on the reader's
+//    descriptor, all ranges of a request at once, with up to 2 * n_threads requests running.
+//    create() fails where io_uring is unavailable (seccomp, io_uring_disabled) and for readers
+//    without a descriptor (test doubles); callers fall back to kPread.
+//
+// Thread-safety: all methods may be called from any thread, concurrently. wait() blocks its
+// caller on a condition variable (no spinning); any number of threads may wait at once, each
+// on its own ticket. The destructor must not run concurrently with other calls: it cancels the
+// queued requests, lets running ones finish, and joins the threads.
 #pragma once
 
 #include <strata/status.h>
@@ -33,10 +56,12 @@ struct ReadRange {
 };
 
 struct IoEngineStats {
-  uint64_t requests_completed = 0;
-  uint64_t requests_cancelled = 0;
-  uint64_t bytes_read = 0;
-  double busy_seconds = 0;  // summed over reader threads / in-flight time
+  uint64_t requests_completed = 0;  // finished, successfully or not (failed ones included)
+  uint64_t requests_cancelled = 0;  // by cancel() or by the destructor
+  uint64_t bytes_read = 0;          // lengths of the ranges read successfully
+  // Summed over requests, from start to finish: with several requests running at once it
+  // exceeds wall time, as thread time does for a thread pool.
+  double busy_seconds = 0;
 };
 
 class IoEngine {
@@ -44,19 +69,26 @@ class IoEngine {
   static constexpr size_t kMaxRanges = 3;
   using Ticket = uint64_t;
 
-  static Result<std::unique_ptr<IoEngine>> create(std::shared_ptr<FileReader> reader,
-                                                  int n_threads, IoBackend backend);
+  // REQUIRES: n_threads >= 1.
+  static Result<std::unique_ptr<IoEngine>> create(std::shared_ptr<FileReader> reader, int n_threads,
+                                                  IoBackend backend);
   virtual ~IoEngine() = default;
 
+  // REQUIRES: 1 <= ranges.size() <= kMaxRanges.
   virtual Ticket submit(std::span<const ReadRange> ranges, int priority) = 0;
-  // Lowers a queued request's priority number (makes it sooner); no effect once started.
+  // Lowers a queued request's priority number (makes it sooner); no effect once started, on
+  // an unknown ticket, or when `priority` is not lower than the request's.
   virtual void expedite(Ticket ticket, int priority) = 0;
-  // True if the request had not started: it never will, and wait() returns at once.
+  // True if the request had not started: it never will, its destinations are untouched, and
+  // the ticket is forgotten (a later wait() returns OK at once). False if it has started or
+  // finished (wait() for it as usual), or is unknown.
   virtual bool cancel(Ticket ticket) = 0;
   // Blocks until the request has finished (or was cancelled); returns its status. Each
-  // ticket's status is reported once; the ticket is forgotten afterwards.
+  // ticket's status is reported once; the ticket is forgotten afterwards. A cancelled or
+  // forgotten ticket returns OK at once. REQUIRES: no other thread waits on the same ticket.
   virtual Status wait(Ticket ticket) = 0;
-  // Non-blocking: has the request finished (successfully or not)?
+  // Non-blocking: has the request finished (successfully or not)? True for a cancelled or
+  // forgotten ticket.
   virtual bool finished(Ticket ticket) const = 0;
 
   virtual IoEngineStats stats() const = 0;

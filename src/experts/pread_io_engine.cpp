@@ -1,0 +1,63 @@
+// IoBackend::kPread: n threads, each taking the front of the queue and reading its ranges
+// with blocking FileReader::read() calls. Works over any FileReader, test doubles included.
+#include <thread>
+#include <vector>
+
+#include "experts/queued_io_engine.h"
+
+namespace strata {
+namespace {
+
+class PreadIoEngine final : public QueuedIoEngine {
+ public:
+  PreadIoEngine(std::shared_ptr<FileReader> reader, int n_threads)
+      : QueuedIoEngine(std::move(reader)) {
+    threads_.reserve(size_t(n_threads));
+    for (int i = 0; i < n_threads; ++i) threads_.emplace_back([this] { run(); });
+  }
+
+  ~PreadIoEngine() override {
+    {
+      std::lock_guard lock(mutex_);
+      cancel_all_queued();
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+
+ private:
+  void on_submitted() override { work_.notify_one(); }
+
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      work_.wait(lock, [this] { return stopping_ || !queue_empty(); });
+      Request* request = start_next();
+      if (request == nullptr) return;  // stopping, and the queue was cancelled
+      lock.unlock();
+      Status status;
+      uint64_t bytes_read = 0;
+      for (const ReadRange& range : request->range_span()) {
+        status = reader_->read(range.destination, range.offset, range.length);
+        if (!status.ok()) break;  // the ranges after it would not change the request's status
+        bytes_read += range.length;
+      }
+      lock.lock();
+      finish(request, std::move(status), bytes_read);
+    }
+  }
+
+  std::condition_variable work_;
+  bool stopping_ = false;  // guarded by mutex_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IoEngine>> create_pread_io_engine(std::shared_ptr<FileReader> reader,
+                                                         int n_threads) {
+  return std::unique_ptr<IoEngine>(new PreadIoEngine(std::move(reader), n_threads));
+}
+
+}  // namespace strata
