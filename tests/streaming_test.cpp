@@ -1,0 +1,169 @@
+// The streaming expert store against the all-resident reference (DESIGN.md §3, Determinism):
+// with exact routing, logits are bit-identical whatever the arena size, thread counts,
+// I/O threads, read-ahead and batching; with cache-aware routing, repeated runs and different
+// I/O thread counts agree bit for bit; failed reads surface as one clear error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "experts/expert_arena.h"
+#include "experts/fault_injecting_reader.h"
+#include "experts/streaming_expert_store.h"
+#include "golden_data.h"
+#include "model_runner.h"
+
+namespace strata {
+namespace {
+
+std::string bundled_model() {
+  return std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
+}
+std::string synthetic(const std::string& name) {
+  return (golden::root() / "synthetic/models" / (name + ".gguf")).string();
+}
+
+std::vector<int32_t> sequence(const std::string& folder, const std::string& name) {
+  for (const auto& s : golden::sequences(folder))
+    if (s.name == name) return s.ids;
+  return {};
+}
+
+bool bit_identical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct StreamingSetup {
+  double arena_fraction;  // of all expert units (0: the minimum)
+  int threads, io_threads, readahead;
+  int64_t chunk;
+  float moce = 0;
+};
+
+struct StreamingRun {
+  std::vector<float> logits;
+  ExpertStoreStats stats;
+};
+
+Result<StreamingRun> run_streaming(const std::string& path, const std::vector<int32_t>& tokens,
+                                   const StreamingSetup& setup,
+                                   std::shared_ptr<FileReader> reader = nullptr) {
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
+  if (!reader) {
+    STRATA_ASSIGN_OR_RETURN(reader, open_file_reader(path));
+  }
+  const ExpertLayout& layout = model->weights().experts;
+  const int k = int(model->config().n_expert_used);
+  const uint64_t minimum = ExpertArena::minimum_bytes(layout, reader->alignment(), k);
+  StreamingStoreOptions options;
+  options.arena_bytes = std::max<uint64_t>(
+      minimum,
+      uint64_t(setup.arena_fraction * double(layout.total_bytes())) +
+          uint64_t(setup.arena_fraction > 0 ? 3 * 8192 * layout.n_layer() * layout.n_expert : 0));
+  options.io_threads = setup.io_threads;
+  STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
+  ThreadPool pool(setup.threads);
+  Transformer transformer(model, *store, pool);
+  transformer.set_routing(
+      {.moce_bonus = setup.moce, .moce_protect = 3, .readahead = setup.readahead});
+  KvCache cache(model->config(), int64_t(tokens.size()));
+  StreamingRun run;
+  std::vector<float> part;
+  for (size_t begin = 0; begin < tokens.size(); begin += size_t(setup.chunk)) {
+    const size_t n = std::min(size_t(setup.chunk), tokens.size() - begin);
+    STRATA_RETURN_IF_ERROR(
+        transformer.forward({tokens.data() + begin, n}, int64_t(begin), cache, true, part));
+    run.logits.insert(run.logits.end(), part.begin(), part.end());
+  }
+  run.stats = store->stats();
+  return run;
+}
+
+class StreamingDeterminism : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
+  const std::string path = GetParam();
+  const auto tokens = path == bundled_model() ? sequence("trained", "dev_code")
+                                              : sequence("synthetic", "seq64_rand");
+  testing::ModelRunner resident(path, 2);
+  const auto reference = resident.logits(tokens, 16);
+  const StreamingSetup setups[] = {
+      {0.0, 2, 2, -1, 1},   // the smallest arena, decode-like batches, read-ahead of top-k
+      {0.0, 1, 1, 0, 16},   // smallest arena, prompt-like batches (more units than slots)
+      {0.3, 2, 3, -1, 1},   // a 30 % arena
+      {0.3, 3, 1, 0, 7},    // ... odd batches, no read-ahead, more threads than cores
+      {1.0, 2, 2, -1, 16},  // everything fits
+  };
+  for (const StreamingSetup& setup : setups) {
+    StreamingSetup s = setup;
+    if (s.readahead < 0) s.readahead = int(resident.model().config().n_expert_used);
+    const auto run = run_streaming(path, tokens, s);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(bit_identical(reference, run.value().logits))
+        << "arena " << s.arena_fraction << ", threads " << s.threads << ", io threads "
+        << s.io_threads << ", read-ahead " << s.readahead << ", batches of " << s.chunk;
+    const auto& stats = run.value().stats;
+    EXPECT_GT(stats.misses, 0u);
+    if (s.arena_fraction < 1.0)
+      EXPECT_GT(stats.bytes_read, resident.model().weights().experts.total_bytes() / 10);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, StreamingDeterminism,
+                         ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
+                                           synthetic("tiny-qwen3moe-k256-q4_k_m")));
+
+TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
+  const auto tokens = sequence("trained", "dev_chat");
+  const StreamingSetup base{0.25, 2, 1, 8, 1, 0.85f};
+  const auto first = run_streaming(bundled_model(), tokens, base);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  for (int io_threads : {1, 4}) {
+    StreamingSetup setup = base;
+    setup.io_threads = io_threads;
+    const auto again = run_streaming(bundled_model(), tokens, setup);
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(bit_identical(first.value().logits, again.value().logits)) << io_threads;
+    EXPECT_EQ(first.value().stats.misses, again.value().stats.misses);
+  }
+  // The bonus does change routing (so the comparison above can fail), and hits go up.
+  StreamingSetup exact = base;
+  exact.moce = 0;
+  const auto exact_run = run_streaming(bundled_model(), tokens, exact);
+  ASSERT_TRUE(exact_run.ok());
+  EXPECT_FALSE(bit_identical(first.value().logits, exact_run.value().logits));
+  EXPECT_LT(first.value().stats.misses, exact_run.value().stats.misses);
+}
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(StreamingFaults, ReadErrorIsReportedWhenTheExpertIsClaimed) {
+  const std::string path = bundled_model();
+  auto file = gguf::GgufFile::open(path).value();
+  const auto* up = file->find_tensor("blk.3.ffn_up_exps.weight");
+  ASSERT_NE(up, nullptr);
+  for (const ReadFault& fault : {ReadFault::error(EIO), ReadFault::short_read(100)}) {
+    auto reader = FaultInjectingReader::over_bytes(path, file_bytes(path), 4096);
+    reader->add_rule(FaultInjectingReader::overlapping(up->offset, up->offset + up->n_bytes),
+                     fault);
+    const auto run =
+        run_streaming(path, sequence("trained", "dev_code"), {0.0, 2, 2, 0, 1}, reader);
+    ASSERT_FALSE(run.ok());
+    const std::string& message = run.status().message();
+    EXPECT_NE(message.find("layer 3 expert"), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("at offset"), std::string::npos) << message;
+    EXPECT_NE(
+        message.find(fault.kind == ReadFault::Kind::kError ? "Input/output error" : "short read"),
+        std::string::npos)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace strata
