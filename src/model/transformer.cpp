@@ -59,6 +59,25 @@ const ConvertedRows& Transformer::converted(const float* x, int64_t n_rows, int6
 
 void Transformer::invalidate_converted() { converted_valid_.fill(false); }
 
+uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t n_ctx,
+                                    int n_threads, bool all_logits) {
+  const uint64_t T = uint64_t(batch), E = uint64_t(c.n_embd), k = uint64_t(c.n_expert_used);
+  const uint64_t F = uint64_t(c.n_ff_expert), Fs = uint64_t(c.n_ff_shared);
+  const uint64_t q_dim = uint64_t(c.n_head * c.head_dim), kv_dim = uint64_t(c.n_head_kv * c.head_dim);
+  const uint64_t routed = T * k;
+  // Float buffers; converted rows are counted at 4 bytes a value (the widest activation
+  // format, F32) and per format an activation may be converted to (at most 3 at once).
+  uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
+                    2 * routed * F + routed * E + 2 * T * Fs + T * E + T +
+                    T * E + T * uint64_t(c.n_expert) +                 // next-layer prediction
+                    uint64_t(n_threads) * uint64_t(n_ctx) +             // attention scores
+                    (all_logits ? T : 1) * uint64_t(c.n_vocab);         // logits
+  floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
+  const uint64_t indices = routed * 3 * sizeof(int64_t) + routed * 8;
+  // std::vector may grow to twice what a resize asks for.
+  return 2 * (floats * sizeof(float) + indices);
+}
+
 void Transformer::release_scratch() {
   for (auto* v :
        {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_, &moe_out_,

@@ -63,6 +63,11 @@ class Transformer {
   const Model& model() const { return *model_; }
   // Frees the batch-sized scratch (after a long prompt).
   void release_scratch();
+  // An upper bound of the scratch memory forward() uses for batches of up to `batch` tokens
+  // with `n_ctx` positions on `n_threads` threads (vector growth slack included): the line the
+  // memory plan counts.
+  static uint64_t scratch_bytes(const ModelConfig& config, int64_t batch, int64_t n_ctx,
+                                int n_threads, bool all_logits);
 
  private:
   void attention_block(int layer, int64_t n_tokens, int64_t pos0, KvCache& cache);
