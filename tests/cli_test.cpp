@@ -1,0 +1,118 @@
+// The strata command line as a user meets it: exit codes, one-line errors, the memory budget
+// held from the outside (peak RSS of the process), output files.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("strata-cli-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+Outcome strata(const std::string& arguments) {
+  const fs::path err = scratch() / "stderr.txt";
+  const std::string command = std::string(STRATA_BINARY) + " " + arguments + " 2>" + err.string();
+  Outcome outcome;
+  FILE* pipe = popen(command.c_str(), "r");
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    outcome.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err);
+  outcome.err.assign(std::istreambuf_iterator<char>(in), {});
+  return outcome;
+}
+
+const std::string kModel = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
+
+// The last stderr line: where a failing command says what went wrong.
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
+  return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
+}
+
+TEST(Cli, GeneratesWithTheBundledModel) {
+  const auto outcome = strata("run -m " + kModel + " -p 'int main(' -n 8 --temp 0");
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_GT(outcome.out.size(), std::string("int main(").size());
+}
+
+TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
+  const fs::path truncated = scratch() / "truncated.gguf";
+  {
+    std::ifstream in(kModel, std::ios::binary);
+    std::vector<char> bytes(100000);
+    in.read(bytes.data(), std::streamsize(bytes.size()));
+    std::ofstream(truncated, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  const fs::path bad_tokens = scratch() / "tokens.json";
+  std::ofstream(bad_tokens) << "[1, 2, 999999]";
+  const std::pair<std::string, std::string> cases[] = {
+      {"run -m /nonexistent.gguf -p hi", "/nonexistent.gguf: cannot open"},
+      {"run -m " + truncated.string() + " -p hi", truncated.string() + ": "},
+      {"logits -m " + kModel + " --tokens " + bad_tokens.string() + " --out /dev/null",
+       "token id 999999 is out of range"},
+      {"run -m " + kModel + " -p hi --mem 1M", "the memory budget 1.00 MiB is"},
+      {"run -m " + kModel + " -p hi --mem lots", "invalid size 'lots'"},
+      {"run -m " + kModel + " -p hi --mem 1G --io carrier-pigeon", "unknown I/O backend"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const auto outcome = strata(arguments);
+    EXPECT_EQ(outcome.exit_code, 1) << arguments;
+    const std::string line = last_line(outcome.err);
+    EXPECT_EQ(line.rfind("strata: ", 0), 0u) << arguments << "\n" << outcome.err;
+    EXPECT_NE(line.find(expected), std::string::npos) << arguments << "\n" << line;
+  }
+}
+
+std::string fmt_budget(double budget_mib, const fs::path& stats) {
+  char budget[32];
+  std::snprintf(budget, sizeof(budget), "%.0fM", budget_mib);
+  return "run -m " + kModel + " -p 'def fibonacci(n):\n    ' -n 64 --temp 0 --mem " + budget +
+         " --stats " + stats.string();
+}
+
+// Peak RSS (VmHWM) of a streaming run stays within --mem, also at the smallest budget the
+// plan accepts.
+TEST(Cli, PeakMemoryStaysWithinTheBudget) {
+  const auto refused = strata("run -m " + kModel + " -p hi --mem 1M");
+  std::smatch match;
+  const std::string line = last_line(refused.err);
+  ASSERT_TRUE(std::regex_search(line, match, std::regex("needs at least ([0-9.]+) MiB"))) << line;
+  // The first line of the plan is measured, so it moves by a few hundred KiB between runs.
+  const double minimum_mib = std::ceil(std::stod(match[1])) + 2;
+  for (const double budget_mib : {minimum_mib, minimum_mib + 12}) {
+    const fs::path stats = scratch() / "stats.json";
+    const auto outcome = strata(fmt_budget(budget_mib, stats));
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+    std::ifstream in(stats);
+    const auto json = nlohmann::json::parse(in);
+    const double peak_mib = json.at("peak_rss_bytes").get<double>() / 1048576;
+    EXPECT_LE(peak_mib, budget_mib) << "budget " << budget_mib << " MiB";
+    EXPECT_GT(json.at("experts").at("misses").get<uint64_t>(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace strata
