@@ -7,15 +7,19 @@
 // tensors that each fill a third of the file. Units are picked uniformly at random.
 //
 //   <Backend>/threads:<n>/batch:<b>: submits b units at once and waits for them all; batch 32
-//   measures throughput, batch 1 the latency of one demand miss (ms_per_unit). PreadDirect
+//   measures throughput, batch 1 the latency of one demand miss (its Time column). PreadDirect
 //   runs n reader threads; UringDirect keeps 2n units (6n reads) in flight; PreadBuffered is
-//   the pread backend without O_DIRECT, starting from a dropped page cache.
+//   the pread backend without O_DIRECT, starting from a dropped page cache. ReaderAlone is the
+//   baseline: the O_DIRECT FileReader reading units on the benchmark's thread, no engine.
+//   bytes_per_second is in MiB/s (Google Benchmark's M is 2^20).
 //
 // The file is $STRATA_IO_BENCH_FILE, or a 4 GiB temporary file of random bytes. The page
 // cache is dropped (sync; echo 3 > /proc/sys/vm/drop_caches, root only) before every run so
 // that buffered runs start cold; O_DIRECT runs never use it.
 //
-//   io_engine_bench --benchmark_repetitions=3 --benchmark_min_time=3
+//   io_engine_bench --benchmark_repetitions=5 --benchmark_min_time=2
+//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+// (one command line).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -109,12 +113,29 @@ void read_units(benchmark::State& state, Mode mode) {
       if (!status.ok()) return state.SkipWithError(status.message().c_str());
     }
   }
-  const double units = double(state.iterations() * batch);
-  state.SetBytesProcessed(int64_t(units * 3 * kSliceBytes));
-  state.counters["MiB/s"] =
-      benchmark::Counter(units * 3 * kSliceBytes / (1 << 20), benchmark::Counter::kIsRate);
-  state.counters["ms_per_unit"] =
-      benchmark::Counter(units * 1e-3, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.SetBytesProcessed(int64_t(state.iterations() * batch * 3 * kSliceBytes));
+}
+
+// The baseline: the same units read by the O_DIRECT FileReader alone, one range after the
+// other on the calling thread, no engine.
+void ReaderAlone(benchmark::State& state) {
+  BenchFile& file = BenchFile::get();
+  Result<std::unique_ptr<FileReader>> opened = open_file_reader(file.path());
+  if (!opened.ok()) return state.SkipWithError(opened.status().message().c_str());
+  FileReader& reader = *opened.value();
+  const uint64_t tensor_bytes = file.size() / 3 / 4096 * 4096;
+  const uint64_t n_units = tensor_bytes / kSliceBytes;
+  testing::AlignedBuffer buffer(3 * kSliceBytes);
+  std::mt19937_64 random(7);
+  for (auto _ : state) {
+    const uint64_t unit = random() % n_units;
+    for (size_t t = 0; t < 3; ++t) {
+      const Status status = reader.read(buffer.data() + t * kSliceBytes,
+                                        t * tensor_bytes + unit * kSliceBytes, kSliceBytes);
+      if (!status.ok()) return state.SkipWithError(status.message().c_str());
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * 3 * kSliceBytes));
 }
 
 void PreadDirect(benchmark::State& state) { read_units(state, Mode::kPreadDirect); }
@@ -128,6 +149,7 @@ void ThreadsAndBatch(benchmark::internal::Benchmark* bench) {
   }
 }
 
+BENCHMARK(ReaderAlone)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(PreadDirect)->Apply(ThreadsAndBatch)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(UringDirect)->Apply(ThreadsAndBatch)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(PreadBuffered)

@@ -79,6 +79,14 @@ TEST(FileReaderTest, BufferedReaderReadsAnyRange) {
   EXPECT_EQ(std::memcmp(odd.data() + 1, expected.data(), 775), 0);
 }
 
+TEST(FileReaderTest, FallsBackToBufferedWhereODirectIsRefused) {
+  // procfs refuses O_DIRECT at open (EINVAL), as tmpfs did before Linux 6.6.
+  const std::string path = "/proc/self/status";
+  const auto reader = open_or_die(path);
+  EXPECT_FALSE(reader->direct());
+  EXPECT_EQ(reader->alignment(), 1u);
+}
+
 TEST(FileReaderTest, TmpfsFileReadsCorrectly) {
   struct stat st;
   if (::stat("/dev/shm", &st) != 0) GTEST_SKIP() << "no /dev/shm";

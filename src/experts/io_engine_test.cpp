@@ -395,6 +395,21 @@ TEST_P(IoEngineBackendTest, RandomRequestsReadExactBytes) {
   EXPECT_GT(stats.busy_seconds, 0.0);
 }
 
+TEST_P(IoEngineBackendTest, BufferedReaderToo) {
+  reader_ = std::move(open_file_reader(file_->path(), /*direct=*/false)).value();
+  const auto engine = make_engine(2);
+  std::mt19937_64 random(2);
+  std::vector<std::unique_ptr<TestRequest>> requests;
+  for (int i = 0; i < 100; ++i) {
+    requests.push_back(std::make_unique<TestRequest>(random, kFileSize, 64));
+    requests.back()->ticket = engine->submit(requests.back()->ranges, int(random() % 8));
+  }
+  for (auto& request : requests) {
+    ASSERT_TRUE(engine->wait(request->ticket).ok());
+    ASSERT_TRUE(request->read_correctly(*contents_)) << "request " << request->ticket;
+  }
+}
+
 TEST_P(IoEngineBackendTest, TailReadsAsZerosAndFirstBadRangeFailsTheRequest) {
   const auto engine = make_engine(1);
   const size_t a = reader_->alignment();
