@@ -13,11 +13,14 @@ namespace {
 
 // The most hits any replacement can get, by trying every choice of what to keep: after each
 // group the cache is the group plus any subset of what was there before that fits.
-uint64_t optimal_hits(const std::vector<uint32_t>& accesses, size_t group_size, size_t capacity) {
+uint64_t optimal_hits(const std::vector<uint32_t>& accesses, const std::vector<uint32_t>& sizes,
+                      size_t capacity) {
   std::map<uint32_t, uint64_t> best = {{0u, 0u}};  // cache (bit mask) -> most hits so far
-  for (size_t begin = 0; begin < accesses.size(); begin += group_size) {
+  size_t begin = 0;
+  for (uint32_t size : sizes) {
     uint32_t group = 0;
-    for (size_t j = 0; j < group_size; ++j) group |= 1u << accesses[begin + j];
+    for (size_t j = 0; j < size; ++j) group |= 1u << accesses[begin + j];
+    begin += size;
     std::map<uint32_t, uint64_t> next;
     for (const auto& [cache, hits] : best) {
       const uint64_t now = hits + uint64_t(std::popcount(cache & group));
@@ -37,9 +40,14 @@ uint64_t optimal_hits(const std::vector<uint32_t>& accesses, size_t group_size, 
   return most;
 }
 
-uint64_t min_hits(const std::vector<uint32_t>& accesses, size_t group_size, size_t capacity) {
-  const auto hits = belady_hits(accesses, group_size, capacity);
+uint64_t min_hits(const std::vector<uint32_t>& accesses, const std::vector<uint32_t>& sizes,
+                  size_t capacity) {
+  const auto hits = belady_hits(accesses, sizes, capacity);
   return std::accumulate(hits.begin(), hits.end(), uint64_t(0));
+}
+
+std::vector<uint32_t> same_sizes(size_t n, uint32_t size) {
+  return std::vector<uint32_t>(n / size, size);
 }
 
 TEST(Belady, OptimalOnEveryShortTrace) {
@@ -49,7 +57,8 @@ TEST(Belady, OptimalOnEveryShortTrace) {
   for (uint32_t code = 0; code < (1u << (2 * kLength)); ++code) {
     for (int i = 0; i < kLength; ++i) accesses[size_t(i)] = (code >> (2 * i)) % kUnits;
     for (size_t capacity = 1; capacity <= 3; ++capacity)
-      ASSERT_EQ(min_hits(accesses, 1, capacity), optimal_hits(accesses, 1, capacity))
+      ASSERT_EQ(min_hits(accesses, same_sizes(kLength, 1), capacity),
+                optimal_hits(accesses, same_sizes(kLength, 1), capacity))
           << "code " << code << " capacity " << capacity;
   }
 }
@@ -68,27 +77,27 @@ TEST(Belady, OptimalWithGroupsThatMustBeResidentTogether) {
       accesses.push_back(pairs[rest % n].second);
     }
     for (size_t capacity = 2; capacity <= 4; ++capacity)
-      ASSERT_EQ(min_hits(accesses, 2, capacity), optimal_hits(accesses, 2, capacity))
+      ASSERT_EQ(min_hits(accesses, same_sizes(8, 2), capacity),
+                optimal_hits(accesses, same_sizes(8, 2), capacity))
           << "code " << code << " capacity " << capacity;
   }
 }
 
-TEST(Belady, OptimalOnLongerRandomGroupedTraces) {
+TEST(Belady, OptimalOnLongerRandomTracesWithGroupsOfAnySize) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 300; ++trial) {
-    const size_t group_size = 1 + trial % 3;
-    std::vector<uint32_t> accesses;
+    std::vector<uint32_t> accesses, sizes;
     for (int g = 0; g < 16; ++g) {
       std::vector<uint32_t> units(9);
       std::iota(units.begin(), units.end(), 0u);
       std::shuffle(units.begin(), units.end(), rng);
       // Skewed: low ids more often, as popular experts are.
       std::sort(units.begin(), units.begin() + 5);
-      accesses.insert(accesses.end(), units.begin(), units.begin() + ptrdiff_t(group_size));
+      sizes.push_back(1 + rng() % 3);
+      accesses.insert(accesses.end(), units.begin(), units.begin() + sizes.back());
     }
-    for (size_t capacity = group_size; capacity <= 6; ++capacity)
-      ASSERT_EQ(min_hits(accesses, group_size, capacity),
-                optimal_hits(accesses, group_size, capacity))
+    for (size_t capacity = 3; capacity <= 6; ++capacity)
+      ASSERT_EQ(min_hits(accesses, sizes, capacity), optimal_hits(accesses, sizes, capacity))
           << "trial " << trial << " capacity " << capacity;
   }
 }
@@ -97,7 +106,7 @@ TEST(Belady, KnownSequence) {
   // The textbook reference string with 3 frames: MIN faults 9 times in 20 requests.
   const std::vector<uint32_t> accesses = {7, 0, 1, 2, 0, 3, 0, 4, 2, 3,
                                           0, 3, 2, 1, 2, 0, 1, 7, 0, 1};
-  EXPECT_EQ(min_hits(accesses, 1, 3), 11u);
+  EXPECT_EQ(min_hits(accesses, same_sizes(accesses.size(), 1), 3), 11u);
 }
 
 }  // namespace

@@ -1,11 +1,18 @@
 // Replays expert traces (experts/expert_trace.h) through a cache of expert units, the way the
 // arena would serve them, to compare replacement policies offline (`strata cachesim`).
 //
-// The model of the arena: units are numbered layer * n_expert + expert; tokens are served in
-// order, and within a token the layers in order. The k experts one layer needs for a token
-// are needed at once: they are accessed best first, and none of them may be evicted while the
-// others are brought in. A miss inserts the unit, evicting the policy's victim when the cache
-// is full. The cache starts empty.
+// The model of the arena (experts/streaming_expert_store.cpp): units are numbered
+// layer * n_expert + expert; tokens are served in order, and within a token the layers in
+// order. The experts one layer needs are a group needed at once: the resident ones are used
+// (and pinned) first, then the missing ones are inserted in ascending expert order, each
+// evicting the policy's victim among the units outside the group when the cache is full. The
+// cache starts empty. Accesses are counted per unit a group needs.
+//
+// Prompt tokens are replayed like generated ones, one token at a time, unless prefill_chunk is
+// set: then, as in the arena's prefill, the prompt is cut into chunks of that many tokens and
+// each layer needs the union of its chunk's experts once (one access each). A union larger
+// than the cache is served in consecutive groups of `capacity` units (the arena loads such a
+// layer in waves, releasing units as it computes them; this is the simple form of that).
 #pragma once
 
 #include <strata/status.h>
@@ -48,8 +55,9 @@ struct CacheRun {
 };
 
 struct ReplayOptions {
-  size_t capacity = 0;       // units; at least trace.n_expert_used
-  bool scan_prompt = false;  // units brought in for prompt tokens are inserted as scan units
+  size_t capacity = 0;         // units; at least trace.n_expert_used
+  bool scan_prompt = false;    // units brought in for prompt tokens are inserted as scan units
+  uint64_t prefill_chunk = 0;  // 0: prompt tokens one at a time; N: the arena's prefill (above)
 };
 
 // Belady's MIN, which reads the trace's future: the bound for the practical policies.

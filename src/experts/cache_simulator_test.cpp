@@ -37,31 +37,65 @@ ExpertTrace random_trace(uint32_t n_layer, uint32_t n_expert, uint32_t k, uint64
   return t;
 }
 
-// Group-aware LRU written as plainly as possible: a timestamp per resident unit; the victim is
-// the oldest resident unit not needed by the current layer.
-CacheRun naive_lru(const ExpertTrace& t, size_t capacity) {
+struct NaiveGroup {
+  std::set<uint32_t> units;
+  bool prompt;
+};
+
+// The groups a trace asks for: per token and layer its experts; with chunk > 0, the prompt's
+// per chunk and layer the union of the chunk's experts, cut into pieces of `capacity` units.
+std::vector<NaiveGroup> naive_groups(const ExpertTrace& t, uint64_t chunk, size_t capacity) {
+  std::vector<NaiveGroup> groups;
+  const uint64_t first_single = chunk > 0 ? t.n_prompt_tokens : 0;
+  for (uint64_t begin = 0; begin < first_single; begin += chunk) {
+    for (uint32_t layer = 0; layer < t.n_layer; ++layer) {
+      std::set<uint32_t> union_of_chunk;
+      for (uint64_t token = begin; token < std::min(begin + chunk, first_single); ++token)
+        for (uint16_t e : t.picks(token, layer)) union_of_chunk.insert(layer * t.n_expert + e);
+      const std::vector<uint32_t> all(union_of_chunk.begin(), union_of_chunk.end());
+      for (size_t at = 0; at < all.size(); at += capacity)
+        groups.push_back({{all.begin() + ptrdiff_t(at),
+                           all.begin() + ptrdiff_t(std::min(at + capacity, all.size()))},
+                          true});
+    }
+  }
+  for (uint64_t token = first_single; token < t.n_tokens(); ++token) {
+    for (uint32_t layer = 0; layer < t.n_layer; ++layer) {
+      groups.push_back({{}, token < t.n_prompt_tokens});
+      for (uint16_t e : t.picks(token, layer)) groups.back().units.insert(layer * t.n_expert + e);
+    }
+  }
+  return groups;
+}
+
+// Group-aware LRU written as plainly as possible: a timestamp per resident unit; a group's
+// resident units are used first, then the missing ones come in by ascending id, each evicting
+// the oldest resident unit the group does not need.
+CacheRun naive_lru(const std::vector<NaiveGroup>& groups, size_t capacity) {
   std::map<uint32_t, uint64_t> stamp;
   uint64_t clock = 0;
   CacheRun run;
-  for (uint64_t token = 0; token < t.n_tokens(); ++token) {
-    CacheCounts& counts = token < t.n_prompt_tokens ? run.prompt : run.generated;
-    for (uint32_t layer = 0; layer < t.n_layer; ++layer) {
-      std::set<uint32_t> group;
-      for (uint16_t e : t.picks(token, layer)) group.insert(layer * t.n_expert + e);
-      for (uint16_t e : t.picks(token, layer)) {
-        const uint32_t unit = layer * t.n_expert + e;
-        ++counts.accesses;
-        if (stamp.count(unit)) {
-          ++counts.hits;
-        } else if (stamp.size() == capacity) {
-          uint32_t oldest = 0;
-          uint64_t oldest_stamp = UINT64_MAX;
-          for (const auto& [u, s] : stamp)
-            if (!group.count(u) && s < oldest_stamp) oldest = u, oldest_stamp = s;
-          stamp.erase(oldest);
-        }
+  for (const NaiveGroup& group : groups) {
+    CacheCounts& counts = group.prompt ? run.prompt : run.generated;
+    std::vector<uint32_t> missing;
+    for (uint32_t unit : group.units) {
+      ++counts.accesses;
+      if (stamp.count(unit)) {
+        ++counts.hits;
         stamp[unit] = ++clock;
+      } else {
+        missing.push_back(unit);
       }
+    }
+    for (uint32_t unit : missing) {
+      if (stamp.size() == capacity) {
+        uint32_t oldest = 0;
+        uint64_t oldest_stamp = UINT64_MAX;
+        for (const auto& [u, s] : stamp)
+          if (!group.units.count(u) && s < oldest_stamp) oldest = u, oldest_stamp = s;
+        stamp.erase(oldest);
+      }
+      stamp[unit] = ++clock;
     }
   }
   return run;
@@ -71,9 +105,9 @@ TEST(CacheSimulator, LruReplayMatchesANaiveModel) {
   for (uint32_t seed = 0; seed < 40; ++seed) {
     const ExpertTrace t = random_trace(3, 8, 3, 60, 20, seed);
     for (size_t capacity : {3, 4, 7, 12, 24}) {
-      const auto got = replay(t, "lru", {capacity, false});
+      const auto got = replay(t, "lru", {capacity, false, 0});
       ASSERT_TRUE(got.ok());
-      const CacheRun want = naive_lru(t, capacity);
+      const CacheRun want = naive_lru(naive_groups(t, 0, capacity), capacity);
       EXPECT_EQ(got->prompt.hits, want.prompt.hits) << seed << " " << capacity;
       EXPECT_EQ(got->generated.hits, want.generated.hits) << seed << " " << capacity;
       EXPECT_EQ(got->prompt.accesses, 20u * 3 * 3);
@@ -82,16 +116,54 @@ TEST(CacheSimulator, LruReplayMatchesANaiveModel) {
   }
 }
 
+TEST(CacheSimulator, ChunkedPrefillMatchesANaiveModel) {
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    const ExpertTrace t = random_trace(3, 8, 3, 60, 25, seed);
+    for (uint64_t chunk : {1, 4, 10, 25, 100}) {
+      for (size_t capacity : {3, 5, 7, 12, 24}) {
+        const auto got = replay(t, "lru", {capacity, false, chunk});
+        ASSERT_TRUE(got.ok());
+        const CacheRun want = naive_lru(naive_groups(t, chunk, capacity), capacity);
+        EXPECT_EQ(got->prompt.accesses, want.prompt.accesses) << seed << " " << chunk;
+        EXPECT_EQ(got->prompt.hits, want.prompt.hits) << seed << " " << chunk << " " << capacity;
+        EXPECT_EQ(got->generated.hits, want.generated.hits) << seed << " " << chunk;
+        EXPECT_EQ(got->generated.accesses, 35u * 3 * 3);
+      }
+    }
+  }
+}
+
+TEST(CacheSimulator, ChunkedPrefillNeedsEachUnitOncePerChunk) {
+  // One layer, k = 2; prompt tokens {0,1} {1,2} {2,3}, then one generated token {0,3}. In
+  // chunks of 2 the prompt needs {0,1,2} and then {2,3}: 5 accesses, 1 hit (2).
+  ExpertTrace t;
+  t.n_layer = 1;
+  t.n_expert = 4;
+  t.n_expert_used = 2;
+  t.n_prompt_tokens = 3;
+  t.experts = {0, 1, 1, 2, 2, 3, 0, 3};
+  const auto run = replay(t, "lru", {4, false, 2});
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->prompt.accesses, 5u);
+  EXPECT_EQ(run->prompt.hits, 1u);
+  EXPECT_EQ(run->generated.hits, 2u);
+  const auto min = replay(t, "min", {4, false, 2});
+  EXPECT_EQ(min->prompt.accesses, 5u);
+  EXPECT_EQ(min->prompt.hits, 1u);
+}
+
 TEST(CacheSimulator, MinBeatsEveryPolicy) {
   for (uint32_t seed = 0; seed < 20; ++seed) {
     const ExpertTrace t = random_trace(4, 16, 4, 100, 30, seed);
     for (size_t capacity : {4, 8, 16, 32}) {
-      const uint64_t best = replay(t, "min", {capacity, false})->total().hits;
-      for (std::string_view policy : policy_names()) {
-        for (bool scan : {false, true}) {
-          const auto run = replay(t, policy, {capacity, scan});
-          ASSERT_TRUE(run.ok()) << policy;
-          EXPECT_LE(run->total().hits, best) << policy << " " << capacity;
+      for (uint64_t chunk : {0, 7}) {
+        const uint64_t best = replay(t, "min", {capacity, false, chunk})->total().hits;
+        for (std::string_view policy : policy_names()) {
+          for (bool scan : {false, true}) {
+            const auto run = replay(t, policy, {capacity, scan, chunk});
+            ASSERT_TRUE(run.ok()) << policy;
+            EXPECT_LE(run->total().hits, best) << policy << " " << capacity << " " << chunk;
+          }
         }
       }
     }
@@ -107,7 +179,7 @@ TEST(CacheSimulator, ACacheOfEveryUnitOnlyMissesFirstUses) {
   std::vector<std::string_view> policies = policy_names();
   policies.push_back(kMinPolicy);
   for (std::string_view policy : policies) {
-    const auto run = replay(t, policy, {30, true});
+    const auto run = replay(t, policy, {30, true, 0});
     ASSERT_TRUE(run.ok());
     EXPECT_EQ(run->total().accesses - run->total().hits, distinct.size()) << policy;
   }
@@ -123,15 +195,15 @@ TEST(CacheSimulator, ScanPromptInsertsPromptUnitsAtTheColdEnd) {
   t.n_expert_used = 1;
   t.n_prompt_tokens = 4;
   t.experts = {1, 2, 3, 4, 1};
-  EXPECT_EQ(replay(t, "lru", {2, true})->generated.hits, 1u);
-  EXPECT_EQ(replay(t, "lru", {2, false})->generated.hits, 0u);
+  EXPECT_EQ(replay(t, "lru", {2, true, 0})->generated.hits, 1u);
+  EXPECT_EQ(replay(t, "lru", {2, false, 0})->generated.hits, 0u);
 }
 
 TEST(CacheSimulator, RefusesACacheSmallerThanOneLayersExperts) {
   const ExpertTrace t = random_trace(2, 8, 4, 5, 5, 2);
-  EXPECT_FALSE(replay(t, "lru", {3, false}).ok());
-  EXPECT_FALSE(replay(t, "min", {3, false}).ok());
-  EXPECT_FALSE(replay(t, "fifo", {8, false}).ok());
+  EXPECT_FALSE(replay(t, "lru", {3, false, 0}).ok());
+  EXPECT_FALSE(replay(t, "min", {3, false, 0}).ok());
+  EXPECT_FALSE(replay(t, "fifo", {8, false, 0}).ok());
 }
 
 TEST(ArenaSizes, ParsesPercentagesAndCounts) {

@@ -26,6 +26,7 @@ struct CachesimFlags {
   std::string sizes = "5%,10%,25%,50%,75%";
   std::string policies = "lru,lfu,arc,min";
   bool scan_prompt = false;
+  uint64_t prefill_chunk = 0;
   std::string out_path, json_path, plot_path;
 };
 
@@ -107,8 +108,9 @@ Result<Study> run_study(const CachesimFlags& flags) {
     for (const std::string& policy : study.policies) {
       auto& by_trace = by_policy.emplace_back();
       for (const ExpertTrace& trace : study.traces) {
-        STRATA_ASSIGN_OR_RETURN(CacheRun run,
-                                replay(trace, policy, {size.capacity, flags.scan_prompt}));
+        STRATA_ASSIGN_OR_RETURN(
+            CacheRun run,
+            replay(trace, policy, {size.capacity, flags.scan_prompt, flags.prefill_chunk}));
         by_trace.push_back(run);
       }
     }
@@ -157,7 +159,21 @@ std::string per_trace_table(const Study& s) {
   return md;
 }
 
-std::string markdown(const Study& s, bool scan_prompt) {
+std::string replay_description(const CachesimFlags& flags, uint32_t k) {
+  return fmt::format(
+      "Each trace is replayed from an empty cache, token by token and layer by layer; a "
+      "layer's {} experts are one group, pinned while it loads them. Prompt tokens: {}. Prompt "
+      "units inserted as scan units: {}.",
+      k,
+      flags.prefill_chunk == 0
+          ? std::string("one at a time, like generated tokens")
+          : fmt::format("in chunks of {} as the arena's prefill, each layer loading the union "
+                        "of its chunk's experts once (accesses count units per chunk and layer)",
+                        flags.prefill_chunk),
+      flags.scan_prompt ? "yes" : "no");
+}
+
+std::string markdown(const Study& s, const CachesimFlags& flags) {
   std::string md =
       "# Expert cache simulation\n\n| trace | tokens | prompt | generated | input |\n"
       "|---|---:|---:|---:|---|\n";
@@ -169,12 +185,10 @@ std::string markdown(const Study& s, bool scan_prompt) {
   }
   const ExpertTrace& first = s.traces.front();
   md += fmt::format(
-      "\n{} layers x {} experts, top-{}: {} units, {} accesses per token. Each trace is replayed "
-      "token by token, layer by layer, from an empty cache; a layer's {} experts stay pinned "
-      "while it loads them. Prompt units inserted as scan units: {}.\n\n"
+      "\n{} layers x {} experts, top-{}: {} units. {}\n\n"
       "## All tokens: hit rate (fraction of MIN's hits)\n\n",
       first.n_layer, first.n_expert, first.n_expert_used, s.n_units(),
-      first.n_layer * first.n_expert_used, first.n_expert_used, scan_prompt ? "yes" : "no");
+      replay_description(flags, first.n_expert_used));
   md += phase_table(s, Phase::kAll);
   if (s.any_has_both_phases()) {
     md += "\n## Prompt tokens (prefill), traces with a generation\n\n" +
@@ -192,7 +206,7 @@ nlohmann::json counts_json(const CacheCounts& c, uint64_t best_hits) {
           {"fraction_of_min", fraction_of(c.hits, best_hits)}};
 }
 
-std::string json_report(const Study& s, bool scan_prompt) {
+std::string json_report(const Study& s, const CachesimFlags& flags) {
   nlohmann::json traces = nlohmann::json::array(), results = nlohmann::json::array();
   for (size_t t = 0; t < s.traces.size(); ++t)
     traces.push_back({{"path", s.paths[t]},
@@ -224,7 +238,8 @@ std::string json_report(const Study& s, bool scan_prompt) {
                                {"n_expert", first.n_expert},
                                {"n_expert_used", first.n_expert_used},
                                {"n_units", s.n_units()},
-                               {"scan_prompt", scan_prompt},
+                               {"scan_prompt", flags.scan_prompt},
+                               {"prefill_chunk", flags.prefill_chunk},
                                {"command", command_line()},
                                {"traces", traces},
                                {"results", results}};
@@ -260,12 +275,12 @@ Status write_text(const std::string& path, const std::string& text) {
 int cachesim(const CachesimFlags& flags) {
   const auto study = run_study(flags);
   if (!study.ok()) return report_failure(study.status());
-  const std::string md = markdown(study.value(), flags.scan_prompt);
+  const std::string md = markdown(study.value(), flags);
   if (flags.out_path.empty()) std::fputs(md.c_str(), stdout);
   for (const auto& [path, text] :
        {std::pair{flags.out_path, flags.out_path.empty() ? "" : md},
         std::pair{flags.json_path,
-                  flags.json_path.empty() ? "" : json_report(study.value(), flags.scan_prompt)},
+                  flags.json_path.empty() ? "" : json_report(study.value(), flags)},
         std::pair{flags.plot_path, flags.plot_path.empty() ? "" : plot(study.value())}}) {
     if (path.empty()) continue;
     const Status written = write_text(path, text);
@@ -293,6 +308,9 @@ void add_cachesim_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   command->add_flag("--scan-prompt", flags->scan_prompt,
                     "insert the units of prompt tokens as scan units");
+  command->add_option("--prefill-chunk", flags->prefill_chunk,
+                      "replay the prompt as the arena's prefill, in chunks of this many tokens "
+                      "(0: token by token)");
   command->add_option("--out", flags->out_path, "write the Markdown report here, not to stdout");
   command->add_option("--json", flags->json_path, "write the results as JSON");
   command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size");

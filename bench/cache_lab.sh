@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The expert-cache study behind bench/results/cache_lab/: records expert traces of the bundled
+# model on held-out text, replays them through every replacement policy and Belady's MIN, and
+# checks the simulator against the real arena.
+#
+#   bench/cache_lab.sh [STRATA_BINARY] [OUTPUT_DIR]
+#
+# Traces: one document per domain of the evaluation text (teacher-forced, the model's trained
+# context of 1024 tokens each), and two generations (200-token prompt, 800 tokens sampled at
+# temperature 0.8, seed 1). The "tuning" set chose LRFU's half-life; "heldout" is reported,
+# token by token; "generation-as-arena" replays the generations' prompts as the arena's
+# prefill does. Traces are deterministic (same bytes for any thread count or prefill chunk)
+# and are written to a temporary directory; the reports go to OUTPUT_DIR.
+#
+# arena_check.md: `strata run` with the streaming arena (read-ahead off, three memory budgets,
+# each policy) against cachesim on the trace of the same tokens, at the arena's slot count.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+strata=$(realpath "${1:-$root/build/strata}")
+out=$(realpath -m "${2:-$root/bench/results/cache_lab}")
+eval_dir=${EVAL_DIR:-$root/../shared/eval}
+model=$root/models/strata-tiny-moe-q4_0.gguf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+
+# document FILE ID: the text of one evaluation document.
+document() {
+  python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    doc = json.loads(line)
+    if doc["id"] == sys.argv[2]:
+        sys.stdout.write(doc["text"] + "\n")' "$eval_dir/$1.jsonl" "$2" >"$work/$1-$2.txt"
+  [[ -s $work/$1-$2.txt ]] || { echo "no document $2 in $1.jsonl" >&2; exit 1; }
+}
+
+# teacher_forced SET FILE ID
+teacher_forced() {
+  document "$2" "$3"
+  "$strata" trace -m "$model" --teacher-forced "$work/$2-$3.txt" --limit 1024 \
+    -o "$work/$1-$2.trace"
+}
+
+# generation SET NAME FILE ID
+generation() {
+  document "$3" "$4"
+  "$strata" trace -m "$model" -f "$work/$3-$4.txt" --limit 200 -n 800 --temp 0.8 --seed 1 \
+    -o "$work/$1-gen-$2.trace"
+}
+
+teacher_forced tuning chat 2_00079
+teacher_forced tuning code c-bpf_struct_ops.c-0
+teacher_forced tuning en_prose botchan-1
+teacher_forced tuning ja manja-at.1.gz
+teacher_forced tuning json live_multiple_150-58-4
+teacher_forced tuning math gsm8k-1
+teacher_forced heldout chat 3_00126
+teacher_forced heldout code c-clang.c-0
+teacher_forced heldout en_prose botchan-11
+teacher_forced heldout ja manja-g77.1.gz
+teacher_forced heldout json live_multiple_220-94-2
+teacher_forced heldout math gsm8k-13
+generation heldout prose en_prose botchan-13
+generation heldout code code c-crash_core.c-0
+
+for set in tuning heldout; do
+  traces=()
+  for trace in "$work/$set"-*.trace; do traces+=(--trace "$trace"); done
+  (cd "$work" && "$strata" cachesim "${traces[@]/#$work\//}" --sizes 5%,10%,25%,50%,75% \
+    --policies lru,lfu,arc,lrfu,min --out "$out/$set.md" --json "$out/$set.json" \
+    --plot "$out/$set.svg")
+done
+(cd "$work" && "$strata" cachesim --trace heldout-gen-code.trace --trace heldout-gen-prose.trace \
+  --sizes 5%,10%,25%,50%,75% --policies lru,lfu,arc,lrfu,min --prefill-chunk 256 --scan-prompt \
+  --out "$out/generation-as-arena.md" --json "$out/generation-as-arena.json" \
+  --plot "$out/generation-as-arena.svg")
+
+# The arena decodes the tokens a trace of one fewer generated token feeds (run does not feed
+# its last token).
+head -c 900 "$work/code-c-crash_core.c-0.txt" >"$work/arena-prompt.txt"
+"$strata" trace -m "$model" -f "$work/arena-prompt.txt" -n 299 --temp 0.8 --seed 1 \
+  -o "$work/arena.trace"
+{
+  echo "# Simulator against the arena"
+  echo
+  echo "\`strata run --mem BUDGET --cache-policy P --readahead 0 -n 300 --temp 0.8 --seed 1\`"
+  echo "on a 262-token code prompt, against \`strata cachesim --prefill-chunk 256 --scan-prompt\`"
+  echo "on the trace of the same tokens at the arena's slot count: hits / accesses."
+  echo
+  echo "| budget | policy | slots | arena prefill | sim prefill | arena decode | sim decode |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+  for budget in 96M 100M 104M; do
+    for policy in lru lfu arc lrfu; do
+      "$strata" run -m "$model" --mem "$budget" --cache-policy "$policy" --readahead 0 \
+        -f "$work/arena-prompt.txt" -n 300 --temp 0.8 --seed 1 --stats "$work/stats.json" \
+        >/dev/null 2>&1
+      slots=$(python3 -c 'import json, re, sys
+print(re.search(r"of (\d+) slots", json.load(open(sys.argv[1]))["model"]).group(1))' \
+        "$work/stats.json")
+      "$strata" cachesim --trace "$work/arena.trace" --sizes "$slots" --policies "$policy" \
+        --prefill-chunk 256 --scan-prompt --json "$work/sim.json" >/dev/null
+      python3 - "$work/stats.json" "$work/sim.json" "$budget" "$policy" "$slots" <<'PY'
+import json, sys
+stats, sim = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+arena = {}
+for step in stats["steps"]:
+    hits, claims = arena.get(step["phase"], (0, 0))
+    e = step["experts"]
+    arena[step["phase"]] = (hits + e["hits"], claims + e["hits"] + e["misses"])
+result = next(r for r in sim["results"] if r["policy"] == sys.argv[4])
+cell = lambda c: f"{c['hits']}/{c['accesses']}"
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {arena['prefill'][0]}/{arena['prefill'][1]}"
+      f" | {cell(result['prompt'])} | {arena['decode'][0]}/{arena['decode'][1]}"
+      f" | {cell(result['generated'])} |")
+PY
+    done
+  done
+} >"$out/arena_check.md"
+echo "wrote $out/{tuning,heldout,generation-as-arena}.{md,json,svg} and $out/arena_check.md"
