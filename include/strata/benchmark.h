@@ -3,6 +3,7 @@
 // machine) and summarised as medians with min-max.
 #pragma once
 
+#include <strata/session.h>
 #include <strata/status.h>
 
 #include <cstdint>
@@ -13,12 +14,21 @@
 namespace strata {
 
 struct BenchmarkOptions {
-  std::vector<std::string> model_paths;  // the variants, run interleaved
+  std::vector<std::string> model_paths;
+  // Per model, the memory budgets to run under: "none" (every expert resident), a size
+  // ("4G"), or "N%": a budget whose expert arena holds N % of the model's expert bytes. Every
+  // (model, budget) is a variant; variants run interleaved.
+  std::vector<std::string> memory_budgets = {"none"};
   std::vector<int64_t> prompt_lengths = {128};
   int64_t generated_tokens = 32;
   int repetitions = 3;
-  int n_threads = 0;
   std::string prompt_file;  // prompt text (default: a built-in English passage)
+  // Cold runs: a fresh session for every run and the page cache dropped before it (needs
+  // root); the page-cache residency of the model file is measured before each run to show
+  // the drop took effect. Warm runs (default) reuse one session per variant after a warm-up.
+  bool cold = false;
+  // Template for the sessions: threads, context, MoCE, read-ahead, I/O, cache policy.
+  SessionOptions session;
   std::vector<std::string> command_line;
 };
 

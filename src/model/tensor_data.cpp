@@ -1,38 +1,11 @@
 #include "model/tensor_data.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "base/progress.h"
 
 namespace strata {
-namespace {
-
-// Reads [begin, begin + length) where the range may end in the file's last, partial
-// alignment block: O_DIRECT can only read whole blocks, so that tail (under one block) is
-// read through a plain descriptor.
-Status read_range(FileReader& reader, uint8_t* destination, uint64_t begin, uint64_t length) {
-  const uint64_t alignment = reader.alignment();
-  const uint64_t whole = length / alignment * alignment;
-  if (whole > 0) STRATA_RETURN_IF_ERROR(reader.read(destination, begin, whole));
-  if (whole == length) return Status();
-  const int fd = ::open(reader.path().c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::errorf("{}: cannot open: {}", reader.path(), std::strerror(errno));
-  const ssize_t got = ::pread(fd, destination + whole, length - whole, off_t(begin + whole));
-  const int error = errno;
-  ::close(fd);
-  if (got != ssize_t(length - whole))
-    return Status::errorf("{}: read of {} bytes at offset {}: {}", reader.path(), length - whole,
-                          begin + whole, got < 0 ? std::strerror(error) : "short read");
-  return Status();
-}
-
-}  // namespace
 
 bool is_routed_expert_tensor(const gguf::TensorInfo& tensor) { return tensor.shape.size() == 3; }
 
@@ -60,8 +33,10 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
   for (const auto& tensor : file.tensors()) {
     if (is_routed_expert_tensor(tensor)) continue;
     const uint64_t begin = tensor.offset / alignment * alignment;
+    // The reader fills what lies past the end of the file (up to the next alignment unit)
+    // with zeros, so the tensor that ends the file needs no special case.
     const uint64_t end = (tensor.offset + tensor.n_bytes + alignment - 1) / alignment * alignment;
-    pieces.push_back({&tensor, begin, std::min(end, file.file_size()) - begin, total});
+    pieces.push_back({&tensor, begin, end - begin, total});
     total += end - begin;
   }
   auto loaded = std::unique_ptr<LoadedTensorData>(new LoadedTensorData());
@@ -72,7 +47,7 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
   loaded->bytes_ = total;
   for (const Piece& piece : pieces) {
     uint8_t* slot = loaded->memory_.get() + piece.slot;
-    const Status status = read_range(reader, slot, piece.file_begin, piece.length);
+    const Status status = reader.read(slot, piece.file_begin, piece.length);
     if (!status.ok())
       return status.with_prefix(fmt::format("loading tensor {}", piece.tensor->name));
     loaded->tensors_[piece.tensor->name] = slot + (piece.tensor->offset - piece.file_begin);

@@ -1,15 +1,22 @@
 #include <strata/benchmark.h>
 #include <strata/session.h>
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
 #include "cpu/memory_bandwidth.h"
+#include "experts/disk_bandwidth.h"
+#include "runtime/byte_size.h"
 #include "runtime/provenance.h"
 #include "runtime/summary_statistics.h"
 
@@ -29,15 +36,45 @@ constexpr const char* kDefaultPrompt =
     "patent liver-pill circular, in which were detailed the various symptoms by which a man "
     "could tell when his liver was out of order. ";
 
-struct Run {
-  double prefill_tokens_per_s, decode_tokens_per_s, decode_ms_per_token;
-  double bandwidth;  // bytes/s, probed just before the run
-};
-
-// Bandwidth is probed before every run over 512 MiB, 3 passes: ~0.1 s, and it tracks a shared
-// host's drift (measured here between 19 and 25 GB/s within an hour).
+// Memory bandwidth is probed before every run over 512 MiB, 3 passes: ~0.1 s, and it tracks a
+// shared host's drift (measured here between 18 and 25 GB/s within an hour).
 constexpr uint64_t kProbeBytes = 512ull << 20;
 constexpr int kProbePasses = 3;
+// The disk probe reads expert-slice-sized ranges for this long per measurement.
+constexpr double kDiskProbeSeconds = 2.0;
+
+struct Run {
+  double prefill_tokens_per_s = 0, decode_tokens_per_s = 0, decode_ms_per_token = 0;
+  double memory_bandwidth = 0;  // bytes/s, probed just before the run
+  double page_cache_share = 0;  // of the model file resident in the page cache at the start
+  ExpertCounters decode;        // expert store counters over the decoded tokens
+  int64_t decode_tokens = 0;
+};
+
+struct Variant {
+  std::string path, budget_text;
+  uint64_t budget = 0;  // 0: no budget
+  std::unique_ptr<Session> session;
+  std::vector<std::vector<Run>> runs;  // per prompt length
+  double disk_bandwidth = 0;           // bytes/s, O_DIRECT, expert-sized reads
+};
+
+// "none", a size ("4G"), or "N%": a budget whose expert arena holds N % of the model's expert
+// bytes (the rest of the plan, as Session::plan measures it in this process, on top).
+Result<uint64_t> parse_budget(const std::string& text, const BenchmarkOptions& options,
+                              const std::string& model_path, int64_t n_ctx) {
+  if (text == "none") return uint64_t(0);
+  if (text.empty() || text.back() != '%') return parse_memory_budget(text);
+  const double share = std::atof(text.c_str()) / 100.0;
+  if (!(share > 0 && share <= 1)) return Status::errorf("bench: bad arena share '{}'", text);
+  SessionOptions session = options.session;
+  session.model_path = model_path;
+  session.n_ctx = n_ctx;
+  session.memory_budget = uint64_t(1) << 50;  // large enough to measure the fixed part
+  STRATA_ASSIGN_OR_RETURN(const MemoryPlanSummary plan, Session::plan(session));
+  const uint64_t fixed = session.memory_budget - plan.arena_bytes;
+  return fixed + uint64_t(share * double(plan.expert_slot_bytes));
+}
 
 Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::string& text,
                                            int64_t length) {
@@ -49,17 +86,76 @@ Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::st
   return tokens;
 }
 
+// Share of the file's pages in the page cache (mincore over a fresh mapping).
+double page_cache_share(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat info {};
+  fstat(fd, &info);
+  void* map = ::mmap(nullptr, size_t(info.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return -1;
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((size_t(info.st_size) + page - 1) / page);
+  double share = -1;
+  if (mincore(map, size_t(info.st_size), resident.data()) == 0) {
+    size_t count = 0;
+    for (unsigned char r : resident) count += r & 1;
+    share = double(count) / double(resident.size());
+  }
+  munmap(map, size_t(info.st_size));
+  return share;
+}
+
+Status drop_page_cache() {
+  ::sync();
+  std::ofstream drop("/proc/sys/vm/drop_caches");
+  drop << "3\n";
+  if (!drop)
+    return Status::error("bench --cold: cannot write /proc/sys/vm/drop_caches (run as root)");
+  return Status();
+}
+
+Result<std::unique_ptr<Session>> open_variant(const BenchmarkOptions& options, const Variant& v,
+                                              int64_t n_ctx) {
+  SessionOptions session = options.session;
+  session.model_path = v.path;
+  session.memory_budget = v.budget;
+  session.n_ctx = n_ctx;
+  session.quiet = true;
+  return Session::open(session);
+}
+
 Result<Run> run_once(Session& session, const std::vector<int32_t>& prompt, int64_t generated) {
   session.reset();
   session.reset_stats();
+  // Sampled, not greedy: a small model's greedy continuation often loops over a few tokens,
+  // whose handful of experts would make any cache look perfect. Seeded, so runs repeat.
   GenerateOptions options;
   options.max_tokens = int(generated);
-  options.temperature = 0;
+  options.temperature = 0.8f;
+  options.seed = 1;
   options.stop_at_end_of_generation = false;
   STRATA_ASSIGN_OR_RETURN(const auto tokens, session.generate(prompt, options, nullptr));
   const SessionStats& stats = session.stats();
-  return Run{stats.prefill_tokens_per_s(), stats.decode_tokens_per_s(),
-             stats.decode_tokens ? stats.decode_ms / double(stats.decode_tokens) : 0.0, 0.0};
+  Run run;
+  run.prefill_tokens_per_s = stats.prefill_tokens_per_s();
+  run.decode_tokens_per_s = stats.decode_tokens_per_s();
+  run.decode_ms_per_token =
+      stats.decode_tokens ? stats.decode_ms / double(stats.decode_tokens) : 0.0;
+  run.decode_tokens = stats.decode_tokens;
+  for (const auto& step : stats.steps) {
+    if (step.prefill) continue;
+    run.decode.hits += step.experts.hits;
+    run.decode.readahead_hits += step.experts.readahead_hits;
+    run.decode.late_readaheads += step.experts.late_readaheads;
+    run.decode.misses += step.experts.misses;
+    run.decode.readaheads_issued += step.experts.readaheads_issued;
+    run.decode.readaheads_wasted += step.experts.readaheads_wasted;
+    run.decode.bytes_read += step.experts.bytes_read;
+    run.decode.host_wait_ms += step.experts.host_wait_ms;
+  }
+  return run;
 }
 
 nlohmann::json summary_json(const Summary& s) {
@@ -71,6 +167,13 @@ std::string now_utc() {
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return text;
+}
+
+template <class F>
+Summary summarize_runs(const std::vector<Run>& runs, F value) {
+  std::vector<double> values;
+  for (const Run& r : runs) values.push_back(value(r));
+  return summarize(values);
 }
 
 }  // namespace
@@ -85,9 +188,12 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
     if (!in) return Status::errorf("{}: cannot open", options.prompt_file);
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
-  const int n_threads = options.n_threads > 0
-                            ? options.n_threads
+  const int n_threads = options.session.n_threads > 0
+                            ? options.session.n_threads
                             : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t longest =
+      *std::max_element(options.prompt_lengths.begin(), options.prompt_lengths.end());
+  const int64_t n_ctx = longest + options.generated_tokens + 1;
 
   nlohmann::json record = {{"tool", "strata bench"},
                            {"started", now_utc()},
@@ -97,7 +203,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                            {"environment", environment_description()},
                            {"threads", n_threads},
                            {"repetitions", options.repetitions},
-                           {"generated_tokens", options.generated_tokens}};
+                           {"generated_tokens", options.generated_tokens},
+                           {"cold", options.cold}};
   ThreadPool probe_pool(n_threads);
   BandwidthProbe probe(probe_pool, kProbeBytes);
   if (!options.prompt_file.empty()) {
@@ -105,82 +212,131 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
     record["prompt_file"] = {{"path", options.prompt_file}, {"sha256", hash}};
   }
 
-  struct Variant {
-    std::string path;
-    std::unique_ptr<Session> session;
-    std::vector<std::vector<Run>> runs;  // per prompt length
-  };
   std::vector<Variant> variants;
-  for (const std::string& path : options.model_paths) {
-    SessionOptions session_options;
-    session_options.model_path = path;
-    session_options.n_threads = n_threads;
-    const int64_t longest =
-        *std::max_element(options.prompt_lengths.begin(), options.prompt_lengths.end());
-    session_options.n_ctx = longest + options.generated_tokens + 1;
-    STRATA_ASSIGN_OR_RETURN(auto session, Session::open(session_options));
-    variants.push_back(
-        {path, std::move(session), std::vector<std::vector<Run>>(options.prompt_lengths.size())});
-  }
-  // Warm-up (not recorded): brings every weight page in and settles clocks.
-  for (Variant& v : variants) {
-    STRATA_ASSIGN_OR_RETURN(const auto prompt,
-                            prompt_tokens(*v.session, text, options.prompt_lengths[0]));
-    STRATA_RETURN_IF_ERROR(run_once(*v.session, prompt, options.generated_tokens).status());
-  }
+  for (const std::string& path : options.model_paths)
+    for (const std::string& budget_text : options.memory_budgets) {
+      Variant v;
+      v.path = path;
+      v.budget_text = budget_text;
+      STRATA_ASSIGN_OR_RETURN(v.budget, parse_budget(budget_text, options, path, n_ctx));
+      v.runs.resize(options.prompt_lengths.size());
+      if (v.budget > 0) {
+        STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(path));
+        const IoBackend backend =
+            options.session.io_backend == "uring" ? IoBackend::kUring : IoBackend::kPread;
+        STRATA_ASSIGN_OR_RETURN(v.disk_bandwidth,
+                                measure_read_bandwidth(reader, options.session.io_threads, backend,
+                                                       1 << 20, kDiskProbeSeconds, 1));
+        progress(
+            fmt::format("{}: O_DIRECT reads of 1 MiB at random offsets, {} threads: {:.0f} MB/s",
+                        path, options.session.io_threads, v.disk_bandwidth / 1e6));
+      }
+      if (!options.cold) {
+        STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
+        STRATA_ASSIGN_OR_RETURN(const auto prompt,
+                                prompt_tokens(*v.session, text, options.prompt_lengths[0]));
+        STRATA_RETURN_IF_ERROR(run_once(*v.session, prompt, options.generated_tokens).status());
+      }
+      variants.push_back(std::move(v));
+    }
+
   for (int rep = 0; rep < options.repetitions; ++rep)
     for (size_t p = 0; p < options.prompt_lengths.size(); ++p)
       for (Variant& v : variants) {
+        if (options.cold) {
+          v.session.reset();
+          STRATA_RETURN_IF_ERROR(drop_page_cache());
+        }
+        const double cached = page_cache_share(v.path);
+        if (options.cold) {
+          STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
+        }
         STRATA_ASSIGN_OR_RETURN(const auto prompt,
                                 prompt_tokens(*v.session, text, options.prompt_lengths[p]));
         const double bandwidth = probe.measure(kProbePasses);
         STRATA_ASSIGN_OR_RETURN(Run run, run_once(*v.session, prompt, options.generated_tokens));
-        run.bandwidth = bandwidth;
+        run.memory_bandwidth = bandwidth;
+        run.page_cache_share = cached;
         v.runs[p].push_back(run);
-        progress(
-            fmt::format("run {}/{} {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s "
-                        "(memory {:.1f} GB/s)",
-                        rep + 1, options.repetitions, v.path, options.prompt_lengths[p],
-                        run.prefill_tokens_per_s, run.decode_tokens_per_s, bandwidth / 1e9));
+        progress(fmt::format(
+            "run {}/{} {} mem {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s, "
+            "hits {:.1f} %, {:.1f} MB read/token",
+            rep + 1, options.repetitions, v.path, v.budget_text, options.prompt_lengths[p],
+            run.prefill_tokens_per_s, run.decode_tokens_per_s, 100 * run.decode.hit_rate(),
+            run.decode_tokens ? double(run.decode.bytes_read) / 1e6 / double(run.decode_tokens)
+                              : 0.0));
       }
 
   std::string markdown =
-      "| model | prompt | prefill tok/s | decode tok/s | decode GB/s | memory GB/s | decode / "
-      "memory |\n"
-      "|---|---:|---:|---:|---:|---:|---:|\n";
+      "| model | mem | prompt | prefill tok/s | decode tok/s | hits | MB read / token | wait ms / "
+      "token | bound tok/s | of bound |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
   for (Variant& v : variants) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(v.path));
-    const double bytes_per_token = double(v.session->decode_weight_bytes_per_token());
+    if (!v.session) {
+      STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
+    }
+    const double weight_bytes = double(v.session->decode_weight_bytes_per_token());
     for (size_t p = 0; p < options.prompt_lengths.size(); ++p) {
-      std::vector<double> prefill, decode, ms, achieved, bandwidth, fraction;
-      for (const Run& r : v.runs[p]) {
-        prefill.push_back(r.prefill_tokens_per_s);
-        decode.push_back(r.decode_tokens_per_s);
-        ms.push_back(r.decode_ms_per_token);
-        achieved.push_back(r.decode_tokens_per_s * bytes_per_token / 1e9);
-        bandwidth.push_back(r.bandwidth / 1e9);
-        fraction.push_back(r.decode_tokens_per_s * bytes_per_token / r.bandwidth);
-      }
-      const Summary d = summarize(decode), pf = summarize(prefill), f = summarize(fraction);
-      results.push_back({{"model", {{"path", v.path}, {"sha256", hash}}},
-                         {"prompt_tokens", options.prompt_lengths[p]},
-                         {"prefill_tokens_per_s", summary_json(pf)},
-                         {"decode_tokens_per_s", summary_json(d)},
-                         {"decode_ms_per_token", summary_json(summarize(ms))},
-                         {"decode_weight_bytes_per_token", bytes_per_token},
-                         {"decode_gb_s", summary_json(summarize(achieved))},
-                         {"memory_read_gb_s", summary_json(summarize(bandwidth))},
-                         {"decode_fraction_of_bandwidth", summary_json(f)}});
+      const auto& runs = v.runs[p];
+      auto per_token = [](const Run& r, double value) {
+        return r.decode_tokens ? value / double(r.decode_tokens) : 0.0;
+      };
+      const Summary prefill =
+          summarize_runs(runs, [](const Run& r) { return r.prefill_tokens_per_s; });
+      const Summary decode =
+          summarize_runs(runs, [](const Run& r) { return r.decode_tokens_per_s; });
+      const Summary hits = summarize_runs(runs, [](const Run& r) { return r.decode.hit_rate(); });
+      const Summary read = summarize_runs(
+          runs, [&](const Run& r) { return per_token(r, double(r.decode.bytes_read)); });
+      const Summary wait =
+          summarize_runs(runs, [&](const Run& r) { return per_token(r, r.decode.host_wait_ms); });
+      const Summary memory = summarize_runs(runs, [](const Run& r) { return r.memory_bandwidth; });
+      const Summary cached = summarize_runs(runs, [](const Run& r) { return r.page_cache_share; });
+      // The bound: streaming decode is limited by the disk (bytes it reads per token), resident
+      // decode by memory bandwidth (weight bytes per token); each run against its own probe.
+      auto bound = [&](const Run& r) {
+        const double bytes_read = per_token(r, double(r.decode.bytes_read));
+        return v.budget > 0 && bytes_read > 0 ? v.disk_bandwidth / bytes_read
+                                              : r.memory_bandwidth / weight_bytes;
+      };
+      const Summary bound_summary = summarize_runs(runs, bound);
+      const Summary fraction =
+          summarize_runs(runs, [&](const Run& r) { return r.decode_tokens_per_s / bound(r); });
+      results.push_back(
+          {{"model", {{"path", v.path}, {"sha256", hash}}},
+           {"memory_budget", v.budget_text},
+           {"memory_budget_bytes", v.budget},
+           {"prompt_tokens", options.prompt_lengths[p]},
+           {"prefill_tokens_per_s", summary_json(prefill)},
+           {"decode_tokens_per_s", summary_json(decode)},
+           {"decode_ms_per_token",
+            summary_json(summarize_runs(runs, [](const Run& r) { return r.decode_ms_per_token; }))},
+           {"decode_hit_rate", summary_json(hits)},
+           {"decode_bytes_read_per_token", summary_json(read)},
+           {"decode_host_wait_ms_per_token", summary_json(wait)},
+           {"decode_weight_bytes_per_token", weight_bytes},
+           {"memory_read_gb_s", summary_json(summarize_runs(
+                                    runs, [](const Run& r) { return r.memory_bandwidth / 1e9; }))},
+           {"disk_read_mb_s", v.disk_bandwidth / 1e6},
+           {"page_cache_share_at_start", summary_json(cached)},
+           {"bound_tokens_per_s", summary_json(bound_summary)},
+           {"bound_kind", v.budget > 0 ? "disk" : "memory"},
+           {"decode_fraction_of_bound", summary_json(fraction)}});
       markdown += fmt::format(
-          "| {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} | {:.1f} | "
-          "{:.0f} % ({:.0f}-{:.0f}) |\n",
-          v.path, options.prompt_lengths[p], pf.median, pf.min, pf.max, d.median, d.min, d.max,
-          summarize(achieved).median, summarize(bandwidth).median, 100 * f.median, 100 * f.min,
-          100 * f.max);
+          "| {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
+          "{:.1f} | {:.2f} {} | {:.0f} % ({:.0f}-{:.0f}) |\n",
+          std::filesystem::path(v.path).filename().string(), v.budget_text,
+          options.prompt_lengths[p], prefill.median, prefill.min, prefill.max, decode.median,
+          decode.min, decode.max, 100 * hits.median, read.median / 1e6, wait.median,
+          bound_summary.median, v.budget > 0 ? "(disk)" : "(memory)", 100 * fraction.median,
+          100 * fraction.min, 100 * fraction.max);
+      (void)memory;
     }
   }
   record["results"] = results;
+  record["peak_rss_bytes"] = Session::peak_rss_bytes();
   record["finished"] = now_utc();
   return BenchmarkReport{record.dump(2) + "\n", markdown};
 }

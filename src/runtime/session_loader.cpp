@@ -7,6 +7,7 @@
 
 #include "base/populate_mapping.h"
 #include "base/progress.h"
+#include "experts/expert_arena.h"
 #include "experts/file_reader.h"
 #include "experts/resident_expert_store.h"
 #include "experts/streaming_expert_store.h"
@@ -106,8 +107,11 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
   const MemoryPlan plan = make_plan(options, *described, *reader);
+  const ExpertLayout& layout = described->weights().experts;
+  const uint64_t all_slots =
+      ExpertArena::minimum_bytes(layout, reader->alignment(), layout.n_expert);
   return MemoryPlanSummary{plan.to_text(), plan.minimum_budget_bytes,
-                           plan.shortfall.ok() ? plan.arena_bytes : 0};
+                           plan.shortfall.ok() ? plan.arena_bytes : 0, all_slots};
 }
 
 Result<LoadedSession> load_session(const SessionOptions& options) {

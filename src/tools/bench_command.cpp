@@ -18,7 +18,17 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure");
   command->add_option("-n,--gen-tokens", options->generated_tokens, "tokens to decode per run");
   command->add_option("-r,--repetitions", options->repetitions, "runs per configuration (>= 3)");
-  command->add_option("-t,--threads", options->n_threads, "compute threads");
+  command->add_option("-t,--threads", options->session.n_threads, "compute threads");
+  command->add_option("--mem", options->memory_budgets,
+                      "memory budgets to compare: none (all resident), a size (4G) or a share of "
+                      "the model file (25%)");
+  command->add_flag("--cold", options->cold,
+                    "fresh session and dropped page cache before every run (root)");
+  command->add_option("--moce", options->session.moce_bonus, "cache-aware routing bonus");
+  command->add_option("--readahead", options->session.readahead, "experts predicted per layer");
+  command->add_option("--io-threads", options->session.io_threads, "reader threads");
+  command->add_option("--io", options->session.io_backend, "pread or uring");
+  command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
   command->add_option("-o,--out", *out, "write the JSON record here");
   command->callback([&action, options, out] {
