@@ -34,7 +34,7 @@ class ReferenceArc {
       outcome.hit = true;
       return outcome;
     }
-    const auto evictable = [&](uint32_t u) { return !(r.pinned >> u & 1) && u != x; };
+    const auto evictable = [&](uint32_t u) { return !(u < 32 && (r.pinned >> u & 1)) && u != x; };
     const bool full = t1_.size() + t2_.size() == c_;
     if (full) {
       outcome.victim = replace_choice(evictable);

@@ -13,7 +13,8 @@
 namespace strata::testing {
 
 // One request: access `unit` (a miss inserts it, as a scan unit if `scan`) while the units in
-// `pinned` (a bit mask) must stay; or, with `drop`, remove `unit` if it is resident.
+// `pinned` (a bit mask of units below 32) must stay; or, with `drop`, remove `unit` if it is
+// resident.
 struct Request {
   uint32_t unit = 0;
   bool scan = false;
@@ -46,8 +47,8 @@ inline Outcome drive(ReplacementPolicy& policy, std::vector<bool>& resident, siz
   size_t count = 0;
   for (bool r : resident) count += r;
   if (count == capacity) {
-    outcome.victim =
-        policy.victim([&](uint32_t u) { return u != unit && !(request.pinned >> u & 1); });
+    outcome.victim = policy.victim(
+        [&](uint32_t u) { return u != unit && !(u < 32 && (request.pinned >> u & 1)); });
     if (!outcome.victim) return outcome;
     policy.on_remove(*outcome.victim);
     resident[*outcome.victim] = false;
