@@ -15,9 +15,9 @@ namespace strata {
 
 struct BenchmarkOptions {
   std::vector<std::string> model_paths;
-  // Per model, the memory budgets to run under: "none" (every expert resident), a size
-  // ("4G"), or "N%": a budget whose expert arena holds N % of the model's expert bytes. Every
-  // (model, budget) is a variant; variants run interleaved.
+  // Per model, the memory settings to run under: "none" (every expert resident), a budget
+  // ("4G"), or "N%": an arena holding N % of the model's expert units (SessionOptions::
+  // arena_share). Every (model, setting) is a variant; variants run interleaved.
   std::vector<std::string> memory_budgets = {"none"};
   std::vector<int64_t> prompt_lengths = {128};
   int64_t generated_tokens = 32;

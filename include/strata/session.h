@@ -26,6 +26,10 @@ struct SessionOptions {
   // memory-mapped and every expert stays resident. Otherwise dense weights are read into
   // memory, experts stream from the file into an arena of what the budget leaves.
   uint64_t memory_budget = 0;
+  // Streaming with an arena sized to hold this share (0..1] of all expert units, whatever the
+  // rest of the process takes: for experiments and benchmarks that compare arena sizes.
+  // Ignored when memory_budget is set.
+  double arena_share = 0;
   bool teacher_forced = false;  // the plan keeps room for the logits of every batch row
   std::string cache_policy = "lru";
   int io_threads = 2;
@@ -103,6 +107,7 @@ class Session {
   static Result<std::unique_ptr<Session>> open(const SessionOptions& options);
   // REQUIRES: options.memory_budget > 0.
   static Result<MemoryPlanSummary> plan(const SessionOptions& options);
+
   ~Session();
 
   // Tokenizer of the model.

@@ -51,30 +51,32 @@ struct Run {
   int64_t decode_tokens = 0;
 };
 
+// A variant's memory setting: "none" (every expert resident), a budget ("4G"), or "N%", an
+// arena holding N % of the model's expert units.
+struct MemorySetting {
+  uint64_t budget = 0;
+  double arena_share = 0;
+  bool streaming() const { return budget > 0 || arena_share > 0; }
+};
+
+Result<MemorySetting> parse_memory_setting(const std::string& text) {
+  if (text == "none") return MemorySetting{};
+  if (text.empty() || text.back() != '%') {
+    STRATA_ASSIGN_OR_RETURN(const uint64_t budget, parse_memory_budget(text));
+    return MemorySetting{budget, 0};
+  }
+  const double share = std::atof(text.c_str()) / 100.0;
+  if (!(share > 0 && share <= 1)) return Status::errorf("bench: bad arena share '{}'", text);
+  return MemorySetting{0, share};
+}
+
 struct Variant {
   std::string path, budget_text;
-  uint64_t budget = 0;  // 0: no budget
+  MemorySetting memory;
   std::unique_ptr<Session> session;
   std::vector<std::vector<Run>> runs;  // per prompt length
   double disk_bandwidth = 0;           // bytes/s, O_DIRECT, expert-sized reads
 };
-
-// "none", a size ("4G"), or "N%": a budget whose expert arena holds N % of the model's expert
-// bytes (the rest of the plan, as Session::plan measures it in this process, on top).
-Result<uint64_t> parse_budget(const std::string& text, const BenchmarkOptions& options,
-                              const std::string& model_path, int64_t n_ctx) {
-  if (text == "none") return uint64_t(0);
-  if (text.empty() || text.back() != '%') return parse_memory_budget(text);
-  const double share = std::atof(text.c_str()) / 100.0;
-  if (!(share > 0 && share <= 1)) return Status::errorf("bench: bad arena share '{}'", text);
-  SessionOptions session = options.session;
-  session.model_path = model_path;
-  session.n_ctx = n_ctx;
-  session.memory_budget = uint64_t(1) << 50;  // large enough to measure the fixed part
-  STRATA_ASSIGN_OR_RETURN(const MemoryPlanSummary plan, Session::plan(session));
-  const uint64_t fixed = session.memory_budget - plan.arena_bytes;
-  return fixed + uint64_t(share * double(plan.expert_slot_bytes));
-}
 
 Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::string& text,
                                            int64_t length) {
@@ -120,7 +122,8 @@ Result<std::unique_ptr<Session>> open_variant(const BenchmarkOptions& options, c
                                               int64_t n_ctx) {
   SessionOptions session = options.session;
   session.model_path = v.path;
-  session.memory_budget = v.budget;
+  session.memory_budget = v.memory.budget;
+  session.arena_share = v.memory.arena_share;
   session.n_ctx = n_ctx;
   session.quiet = true;
   return Session::open(session);
@@ -218,9 +221,9 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       Variant v;
       v.path = path;
       v.budget_text = budget_text;
-      STRATA_ASSIGN_OR_RETURN(v.budget, parse_budget(budget_text, options, path, n_ctx));
+      STRATA_ASSIGN_OR_RETURN(v.memory, parse_memory_setting(budget_text));
       v.runs.resize(options.prompt_lengths.size());
-      if (v.budget > 0) {
+      if (v.memory.streaming()) {
         STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(path));
         const IoBackend backend =
             options.session.io_backend == "uring" ? IoBackend::kUring : IoBackend::kPread;
@@ -298,8 +301,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       // decode by memory bandwidth (weight bytes per token); each run against its own probe.
       auto bound = [&](const Run& r) {
         const double bytes_read = per_token(r, double(r.decode.bytes_read));
-        return v.budget > 0 && bytes_read > 0 ? v.disk_bandwidth / bytes_read
-                                              : r.memory_bandwidth / weight_bytes;
+        return v.memory.streaming() && bytes_read > 0 ? v.disk_bandwidth / bytes_read
+                                                      : r.memory_bandwidth / weight_bytes;
       };
       const Summary bound_summary = summarize_runs(runs, bound);
       const Summary fraction =
@@ -307,7 +310,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       results.push_back(
           {{"model", {{"path", v.path}, {"sha256", hash}}},
            {"memory_budget", v.budget_text},
-           {"memory_budget_bytes", v.budget},
+           {"memory_budget_bytes", v.memory.budget},
+           {"arena_share", v.memory.arena_share},
            {"prompt_tokens", options.prompt_lengths[p]},
            {"prefill_tokens_per_s", summary_json(prefill)},
            {"decode_tokens_per_s", summary_json(decode)},
@@ -322,7 +326,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
            {"disk_read_mb_s", v.disk_bandwidth / 1e6},
            {"page_cache_share_at_start", summary_json(cached)},
            {"bound_tokens_per_s", summary_json(bound_summary)},
-           {"bound_kind", v.budget > 0 ? "disk" : "memory"},
+           {"bound_kind", v.memory.streaming() ? "disk" : "memory"},
            {"decode_fraction_of_bound", summary_json(fraction)}});
       markdown += fmt::format(
           "| {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
@@ -330,7 +334,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
           std::filesystem::path(v.path).filename().string(), v.budget_text,
           options.prompt_lengths[p], prefill.median, prefill.min, prefill.max, decode.median,
           decode.min, decode.max, 100 * hits.median, read.median / 1e6, wait.median,
-          bound_summary.median, v.budget > 0 ? "(disk)" : "(memory)", 100 * fraction.median,
+          bound_summary.median, v.memory.streaming() ? "(disk)" : "(memory)", 100 * fraction.median,
           100 * fraction.min, 100 * fraction.max);
       (void)memory;
     }

@@ -134,9 +134,10 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   RoutingOptions routing;
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
-  routing.readahead = options.memory_budget == 0 ? 0
-                      : options.readahead < 0    ? int(config.n_expert_used)
-                                                 : options.readahead;
+  const bool streaming = options.memory_budget > 0 || options.arena_share > 0;
+  routing.readahead = !streaming              ? 0
+                      : options.readahead < 0 ? int(config.n_expert_used)
+                                              : options.readahead;
   impl->transformer->set_routing(routing);
   impl->install_route_observer();
   return std::unique_ptr<Session>(new Session(std::move(impl)));

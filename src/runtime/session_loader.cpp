@@ -56,10 +56,21 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
                       LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
-  const MemoryPlan plan = make_plan(options, *described, *reader);
-  session.memory_plan = plan.to_text();
-  if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
-  STRATA_RETURN_IF_ERROR(plan.shortfall);
+  const ExpertLayout& layout = described->weights().experts;
+  uint64_t arena_bytes = 0;
+  if (options.memory_budget > 0) {
+    const MemoryPlan plan = make_plan(options, *described, *reader);
+    session.memory_plan = plan.to_text();
+    if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
+    STRATA_RETURN_IF_ERROR(plan.shortfall);
+    arena_bytes = plan.arena_bytes;
+  } else {
+    const int k = int(described->config().n_expert_used);
+    arena_bytes = std::max(
+        ExpertArena::minimum_bytes(layout, reader->alignment(), k),
+        uint64_t(options.arena_share *
+                 double(ExpertArena::minimum_bytes(layout, reader->alignment(), layout.n_expert))));
+  }
 
   std::shared_ptr<LoadedTensorData> dense;
   {
@@ -72,7 +83,7 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
   const ModelConfig& config = session.model->config();
 
   StreamingStoreOptions store_options;
-  store_options.arena_bytes = plan.arena_bytes;
+  store_options.arena_bytes = arena_bytes;
   store_options.policy = options.cache_policy;
   store_options.io_threads = options.io_threads;
   STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_backend(options.io_backend));
@@ -119,7 +130,7 @@ Result<LoadedSession> load_session(const SessionOptions& options) {
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   session.tokenizer.emplace(std::move(tokenizer));
-  if (options.memory_budget == 0) {
+  if (options.memory_budget == 0 && options.arena_share <= 0) {
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   } else {
     STRATA_RETURN_IF_ERROR(load_streaming(options, file, session));
