@@ -31,7 +31,7 @@ struct SessionOptions {
   // Ignored when memory_budget is set.
   double arena_share = 0;
   bool teacher_forced = false;  // the plan keeps room for the logits of every batch row
-  std::string cache_policy = "lru";
+  std::string cache_policy = "lrfu";  // best measured on real routing (bench/results/cache_lab)
   int io_threads = 2;
   std::string io_backend = "pread";  // or "uring"
   int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k

@@ -53,6 +53,13 @@ uint64_t ExpertArena::minimum_bytes(const ExpertLayout& layout, size_t alignment
   return bytes;
 }
 
+uint64_t ExpertArena::all_units_bytes(const ExpertLayout& layout, size_t alignment) {
+  uint64_t bytes = 0;
+  for (const SizeClass& c : plan_classes(layout, alignment))
+    bytes += uint64_t(c.slot_bytes) * c.layers.size() * uint64_t(layout.n_expert);
+  return bytes;
+}
+
 Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& layout,
                                                          uint64_t budget_bytes, size_t alignment,
                                                          int min_slots) {

@@ -42,6 +42,8 @@ class ExpertArena {
                                                      int min_slots);
   // The smallest budget create() accepts.
   static uint64_t minimum_bytes(const ExpertLayout& layout, size_t alignment, int min_slots);
+  // The budget at which every unit of the model has a slot.
+  static uint64_t all_units_bytes(const ExpertLayout& layout, size_t alignment);
 
   const std::vector<SizeClass>& classes() const { return classes_; }
   int class_of_layer(int layer) const { return class_of_layer_[size_t(layer)]; }

@@ -28,7 +28,7 @@ namespace strata {
 
 struct StreamingStoreOptions {
   uint64_t arena_bytes = 0;
-  std::string policy = "lru";
+  std::string policy = "lrfu";
   int io_threads = 2;
   IoBackend backend = IoBackend::kPread;
 };

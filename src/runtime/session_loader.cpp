@@ -66,10 +66,9 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
     arena_bytes = plan.arena_bytes;
   } else {
     const int k = int(described->config().n_expert_used);
-    arena_bytes = std::max(
-        ExpertArena::minimum_bytes(layout, reader->alignment(), k),
-        uint64_t(options.arena_share *
-                 double(ExpertArena::minimum_bytes(layout, reader->alignment(), layout.n_expert))));
+    arena_bytes = std::max(ExpertArena::minimum_bytes(layout, reader->alignment(), k),
+                           uint64_t(options.arena_share * double(ExpertArena::all_units_bytes(
+                                                              layout, reader->alignment()))));
   }
 
   std::shared_ptr<LoadedTensorData> dense;
@@ -119,8 +118,7 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
   const MemoryPlan plan = make_plan(options, *described, *reader);
   const ExpertLayout& layout = described->weights().experts;
-  const uint64_t all_slots =
-      ExpertArena::minimum_bytes(layout, reader->alignment(), layout.n_expert);
+  const uint64_t all_slots = ExpertArena::all_units_bytes(layout, reader->alignment());
   return MemoryPlanSummary{plan.to_text(), plan.minimum_budget_bytes,
                            plan.shortfall.ok() ? plan.arena_bytes : 0, all_slots};
 }

@@ -86,7 +86,7 @@ int run(RunFlags flags) {
   std::fprintf(stderr, "prompt %lld tokens, %.1f tok/s | generated %lld tokens, %.2f tok/s\n",
                static_cast<long long>(stats.prefill_tokens), stats.prefill_tokens_per_s(),
                static_cast<long long>(stats.decode_tokens), stats.decode_tokens_per_s());
-  if (flags.session.options.memory_budget > 0) {
+  if (flags.session.options.memory_budget > 0 || flags.session.options.arena_share > 0) {
     const ExpertCounters& e = stats.experts;
     std::fprintf(stderr,
                  "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "

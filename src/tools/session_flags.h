@@ -4,12 +4,15 @@
 #include <strata/session.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+
 namespace strata::tools {
 
-// --mem is parsed after CLI11 (it takes "auto" or a size): call resolve_session_flags().
+// --mem and --arena are parsed after CLI11: call resolve_session_flags().
 struct SessionFlags {
   SessionOptions options;
   std::string memory_budget;
+  std::string arena_share;
 };
 
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
@@ -18,6 +21,9 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   command->add_option("--mem", flags.memory_budget,
                       "memory budget of the whole process (512M, 4G, auto); experts stream from "
                       "the file into what it leaves. Default: no budget, everything resident");
+  command->add_option("--arena", flags.arena_share,
+                      "experiments: stream experts into an arena holding this share of them "
+                      "(25%), without an overall budget");
   command->add_option(
       "--moce", options.moce_bonus,
       "cache-aware routing: bonus on the router logits of resident experts (0: exact)");
@@ -42,6 +48,13 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
 }
 
 inline Status resolve_session_flags(SessionFlags& flags) {
+  if (!flags.arena_share.empty()) {
+    const std::string& text = flags.arena_share;
+    const double value = std::atof(text.c_str()) / (text.back() == '%' ? 100.0 : 1.0);
+    if (!(value > 0 && value <= 1))
+      return Status::errorf("--arena: expected a share such as 25% or 0.25, got '{}'", text);
+    flags.options.arena_share = value;
+  }
   if (flags.memory_budget.empty()) return Status();
   STRATA_ASSIGN_OR_RETURN(flags.options.memory_budget, parse_memory_budget(flags.memory_budget));
   return Status();
