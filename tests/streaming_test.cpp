@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+
+#include <strata/session.h>
 
 #include "experts/expert_arena.h"
 #include "experts/fault_injecting_reader.h"
@@ -163,6 +166,46 @@ TEST(StreamingFaults, ReadErrorIsReportedWhenTheExpertIsClaimed) {
         << message;
     EXPECT_EQ(message.find('\n'), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// Warm start: usage saved by one session preloads the next; the preload is a function of the
+// file, so cache-aware routing stays repeatable, and it turns first-use misses into hits.
+TEST(StreamingWarmStart, PreloadIsRepeatableAndSavesMisses) {
+  const std::string warm = (std::filesystem::temp_directory_path() /
+                            ("strata-warm-" + std::to_string(getpid()) + ".json"))
+                               .string();
+  std::filesystem::remove(warm);
+  const auto tokens = sequence("trained", "dev_json");
+  auto run = [&](bool save) {
+    SessionOptions options;
+    options.model_path = bundled_model();
+    options.arena_share = 0.5;
+    options.moce_bonus = 0.5f;
+    options.warm_path = warm;
+    options.quiet = true;
+    options.n_threads = 2;
+    auto session = Session::open(options);
+    EXPECT_TRUE(session.ok()) << session.status().message();
+    std::vector<float> logits;
+    EXPECT_TRUE(session.value()->feed_teacher_forced(tokens, logits).ok());
+    const uint64_t misses = session.value()->stats().experts.misses;
+    if (save) EXPECT_TRUE(session.value()->save_expert_usage().ok());
+    return std::pair{logits, misses};
+  };
+  const auto cold = run(true);
+  ASSERT_TRUE(std::filesystem::exists(warm));
+  const auto warm_first = run(false);
+  const auto warm_second = run(false);
+  EXPECT_TRUE(bit_identical(warm_first.first, warm_second.first));
+  EXPECT_EQ(warm_first.second, warm_second.second);
+  EXPECT_LT(warm_first.second, cold.second);
+  std::filesystem::remove(warm);
 }
 
 }  // namespace
