@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "base/check.h"
@@ -91,6 +94,13 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
     const size_t bytes = c.slot_bytes * size_t(c.n_slots);
     if (posix_memalign(&memory, std::max<size_t>(alignment, 64), bytes) != 0)
       return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
+    // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
+    // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
+    // would show up in RSS only as it fills.
+#ifdef MADV_POPULATE_WRITE
+    if (::madvise(memory, bytes, MADV_POPULATE_WRITE) != 0)
+#endif
+      std::memset(memory, 0, bytes);
     arena->memory_.emplace_back(static_cast<uint8_t*>(memory));
     arena->bytes_ += bytes;
   }
