@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -164,6 +166,83 @@ TEST(SvgChart, DegenerateDataStaysFinite) {
        {LineChart{}, LineChart{"one point", "", "", "", "", {}, {}, {}, {}, {{"a", {3}, {3}}}},
         LineChart{"flat", "", "", "", "", {}, {}, {}, {}, {{"a", {0, 1e-6}, {2, 2}}}}}) {
     const std::string svg = render_line_chart_svg(chart);
+    EXPECT_EQ(check_xml(svg).error, "");
+    EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
+    EXPECT_EQ(svg.find("inf"), std::string::npos) << svg;
+  }
+}
+
+BarChart kld_chart() {
+  BarChart chart;
+  chart.title = "Mean KLD <per> domain & mode";
+  chart.x_label = "domain";
+  chart.y_label = "mean KLD (nats)";
+  chart.categories = {"chat", "code", "json"};
+  chart.series = {{"q4_0", {0.01, 0.02, 0.005}, {0.008, 0.017, 0.004}, {0.012, 0.024, 0.006}},
+                  {"moce \"0.85\"", {0.03, 0.01, 0.002}, {}, {}}};
+  return chart;
+}
+
+// The rect elements of class "bar" as (x, y, width, height), in document order.
+std::vector<std::array<double, 4>> bars(const std::string& svg) {
+  std::vector<std::array<double, 4>> out;
+  const std::string tag = "<rect class=\"bar\" ";
+  for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1)) {
+    std::array<double, 4> r{};
+    EXPECT_EQ(
+        std::sscanf(svg.c_str() + at + tag.size(),
+                    "x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &r[0], &r[1], &r[2], &r[3]),
+        4);
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST(SvgBarChart, IsWellFormedWithABarPerCategoryAndSeries) {
+  const std::string svg = render_bar_chart_svg(kld_chart());
+  const XmlCheck check = check_xml(svg);
+  ASSERT_EQ(check.error, "") << svg;
+  EXPECT_EQ(check.root, "svg");
+  EXPECT_EQ(check.count.at("rect.bar"), 6);
+  EXPECT_EQ(check.count.at("path.error-bar"), 3);  // only the first series has intervals
+  EXPECT_EQ(check.count.at("g.legend"), 2);
+  EXPECT_EQ(check.count.at("text.y-label"), 1);
+  EXPECT_NE(svg.find("Mean KLD &lt;per&gt; domain &amp; mode"), std::string::npos);
+  EXPECT_NE(svg.find("moce &quot;0.85&quot;"), std::string::npos);
+  for (const char* category : {">chat<", ">code<", ">json<"})
+    EXPECT_NE(svg.find(category), std::string::npos) << category;
+}
+
+TEST(SvgBarChart, HeightsAreProportionalToValuesFromACommonBaseline) {
+  const auto r = bars(render_bar_chart_svg(kld_chart()));
+  ASSERT_EQ(r.size(), 6u);
+  // Series 0: 0.01, 0.02, 0.005 — all bars end at the zero line.
+  EXPECT_NEAR(r[0][1] + r[0][3], r[1][1] + r[1][3], 1e-6);
+  EXPECT_NEAR(r[1][3] / r[0][3], 2.0, 0.02);
+  EXPECT_NEAR(r[2][3] / r[0][3], 0.5, 0.02);
+  // Categories left to right; series side by side within a category.
+  EXPECT_LT(r[0][0], r[1][0]);
+  EXPECT_LT(r[1][0], r[2][0]);
+  EXPECT_LT(r[0][0], r[3][0]);
+  EXPECT_LT(r[3][0], r[1][0]);
+}
+
+TEST(SvgBarChart, NegativeValuesHangBelowZero) {
+  BarChart chart;
+  chart.categories = {"a", "b"};
+  chart.series = {{"difference", {-1, 2}, {-1.5, 1}, {-0.5, 3}}};
+  const auto r = bars(render_bar_chart_svg(chart));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_NEAR(r[0][1], r[1][1] + r[1][3], 1e-6);  // a's top is b's bottom: the zero line
+  EXPECT_NEAR(r[1][3] / r[0][3], 2.0, 0.02);
+}
+
+TEST(SvgBarChart, DegenerateDataStaysFinite) {
+  BarChart zeros;
+  zeros.categories = {"only"};
+  zeros.series = {{"zero", {0}, {0}, {0}}};
+  for (const BarChart& chart : {BarChart{}, zeros}) {
+    const std::string svg = render_bar_chart_svg(chart);
     EXPECT_EQ(check_xml(svg).error, "");
     EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
     EXPECT_EQ(svg.find("inf"), std::string::npos) << svg;
