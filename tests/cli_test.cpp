@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,46 +10,18 @@
 #include <regex>
 #include <string>
 
+#include "cli_runner.h"
+
 namespace strata {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("strata-cli-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-Outcome strata(const std::string& arguments) {
-  const fs::path err = scratch() / "stderr.txt";
-  const std::string command = std::string(STRATA_BINARY) + " " + arguments + " 2>" + err.string();
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    outcome.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err);
-  outcome.err.assign(std::istreambuf_iterator<char>(in), {});
-  return outcome;
-}
+using testing::last_line;
+using testing::scratch;
+using testing::strata;
 
 const std::string kModel = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
-
-// The last stderr line: where a failing command says what went wrong.
-std::string last_line(const std::string& text) {
-  std::string trimmed = text;
-  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
-  return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
-}
 
 TEST(Cli, GeneratesWithTheBundledModel) {
   const auto outcome = strata("run -m " + kModel + " -p 'int main(' -n 8 --temp 0");

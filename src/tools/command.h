@@ -28,5 +28,6 @@ void add_make_model_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_trace_command(CLI::App& app, Action& action);
 void add_cachesim_command(CLI::App& app, Action& action);
+void add_eval_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools

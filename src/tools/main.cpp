@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add_bench_command(app, action);
   add_trace_command(app, action);
   add_cachesim_command(app, action);
+  add_eval_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
