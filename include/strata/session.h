@@ -144,6 +144,11 @@ class Session {
   using RouteCallback =
       std::function<void(int layer, int64_t position, std::span<const int32_t> experts)>;
   void set_route_callback(RouteCallback callback);
+  // Called for every token fed and every layer l >= 1: the experts the read-ahead predictor
+  // ranks top for layer l, best first (n_experts_per_token of them, computed during layer
+  // l - 1 whether or not read-ahead is on). For `strata trace`.
+  using PredictionCallback = RouteCallback;
+  void set_prediction_callback(PredictionCallback callback);
   int n_layers() const;
   int n_experts() const;
   int n_experts_per_token() const;

@@ -13,6 +13,20 @@
 // each layer needs the union of its chunk's experts once (one access each). A union larger
 // than the cache is served in consecutive groups of `capacity` units (the arena loads such a
 // layer in waves, releasing units as it computes them; this is the simple form of that).
+// The policy hears on_layer before each layer's first group, with prefill set for the groups
+// whose units are scan inserts.
+//
+// Read-ahead (readahead > 0, traces with predictions): after a layer's group is served, the
+// top `readahead` predictions of each of its tokens for the next layer (their union, by best
+// rank and then expert id, as the forward pass makes it) are inserted speculatively, in that
+// order: skipped if already here, else into a free slot or the slot of the policy's victim
+// among the units outside the group, stopping when there is none. Speculative units are not
+// the policy's; when their layer comes, the ones it needs are claimed (an access counted as a
+// read-ahead hit, and on_insert for the policy) and the others are dropped. A layer loaded in
+// several groups prefetches nothing (the arena has every slot pinned), and only its first
+// group claims predictions. There is no clock: every claimed prediction counts, so read-ahead
+// hits are an upper bound on the arena's timely ones (the arena's read-ahead hits plus its
+// late read-aheads equal them).
 #pragma once
 
 #include <strata/status.h>
@@ -29,11 +43,21 @@ namespace strata {
 struct CacheCounts {
   uint64_t accesses = 0;
   uint64_t hits = 0;
+  uint64_t readahead_hits = 0;     // accesses served by a prediction
+  uint64_t readaheads_issued = 0;  // speculative inserts
+  uint64_t readaheads_wasted = 0;  // ... dropped unused
 
   double hit_rate() const { return accesses ? double(hits) / double(accesses) : 0.0; }
+  // Hits and read-ahead hits per access.
+  double served_rate() const {
+    return accesses ? double(hits + readahead_hits) / double(accesses) : 0.0;
+  }
   CacheCounts& operator+=(const CacheCounts& other) {
     accesses += other.accesses;
     hits += other.hits;
+    readahead_hits += other.readahead_hits;
+    readaheads_issued += other.readaheads_issued;
+    readaheads_wasted += other.readaheads_wasted;
     return *this;
   }
 };
@@ -58,9 +82,11 @@ struct ReplayOptions {
   size_t capacity = 0;         // units; at least trace.n_expert_used
   bool scan_prompt = false;    // units brought in for prompt tokens are inserted as scan units
   uint64_t prefill_chunk = 0;  // 0: prompt tokens one at a time; N: the arena's prefill (above)
+  uint32_t readahead = 0;      // predictions per token prefetched; at most trace.n_expert_used
 };
 
-// Belady's MIN, which reads the trace's future: the bound for the practical policies.
+// Belady's MIN, which reads the trace's future: the bound for the practical policies. It
+// never reads ahead (the readahead option does not apply to it).
 inline constexpr std::string_view kMinPolicy = "min";
 
 // `policy` is a name make_policy() knows, or kMinPolicy.

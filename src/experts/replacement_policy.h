@@ -19,6 +19,11 @@ class ReplacementPolicy {
  public:
   virtual ~ReplacementPolicy() = default;
 
+  // A layer begins: called before the accesses of each layer visit (a token, or a prompt
+  // chunk when `prefill`, whose units come as scan inserts). Layers come round in order, so
+  // a policy can tell how soon each unit's layer is needed again.
+  virtual void on_layer(int layer, bool prefill) {}
+
   // A unit became resident. `scan` marks units streamed for a prompt (prefill): a policy
   // should let them go before the units the conversation keeps using.
   virtual void on_insert(uint32_t unit, bool scan) = 0;
@@ -30,9 +35,17 @@ class ReplacementPolicy {
   virtual std::optional<uint32_t> victim(const std::function<bool(uint32_t)>& evictable) = 0;
 };
 
-// "lru", "lfu", "arc" (or any other name make_policy lists); capacity is the number of
-// slots (ARC sizes its ghost lists with it).
-Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name, size_t capacity);
+// What a policy may know of its cache: the number of slots (ARC sizes its ghost lists with it)
+// and the shape of the units (next-use counts layers).
+struct PolicyShape {
+  size_t capacity = 0;
+  int n_layer = 0;
+  int n_expert = 0;
+};
+
+// "lru", "lfu", "arc" (or any other name make_policy lists).
+Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
+                                                       const PolicyShape& shape);
 std::vector<std::string_view> policy_names();
 
 }  // namespace strata

@@ -21,7 +21,9 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
     std::vector<int> free;
     for (int i = size_class.n_slots - 1; i >= 0; --i) free.push_back(i);
     store->free_slots_.push_back(std::move(free));
-    STRATA_ASSIGN_OR_RETURN(auto policy, make_policy(options.policy, size_t(size_class.n_slots)));
+    STRATA_ASSIGN_OR_RETURN(
+        auto policy, make_policy(options.policy,
+                                 {size_t(size_class.n_slots), layout.n_layer(), layout.n_expert}));
     store->policies_.push_back(std::move(policy));
   }
   store->slot_of_unit_.assign(size_t(layout.n_layer()) * size_t(layout.n_expert), -1);
@@ -112,6 +114,8 @@ void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> exper
   current_layer_ = layer;
   current_prefill_ = prefill;
   needs_.clear();
+  // Every policy keeps the layer clock, whichever size class the layer's units are in.
+  for (auto& each : policies_) each->on_layer(layer, prefill);
   const int c = arena_->class_of_layer(layer);
   ReplacementPolicy& policy = *policies_[size_t(c)];
   // Units already here are pinned first, so that no miss below can evict them.

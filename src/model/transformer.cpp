@@ -223,10 +223,13 @@ void Transformer::route(int layer, int64_t n) {
 
 void Transformer::predict_next_layer(int layer, int64_t n) {
   const int next = layer + 1;
-  if (routing_.readahead <= 0 || next >= int(config_.n_layer)) return;
-  const LayerWeights& w = model_->weights().layers[size_t(next)];
   const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
-  const int wanted = int(std::min<int64_t>(routing_.readahead, n_expert));
+  const int prefetched = int(std::clamp<int64_t>(routing_.readahead, 0, n_expert));
+  const int observed =
+      prediction_observer_ ? int(std::clamp<int64_t>(prediction_count_, 0, n_expert)) : 0;
+  const int wanted = std::max(prefetched, observed);
+  if (wanted == 0 || next >= int(config_.n_layer)) return;
+  const LayerWeights& w = model_->weights().layers[size_t(next)];
   // hidden_ holds h after this layer's attention: the next router applied to it, through the
   // next layer's norm, predicts the next layer's picks (DESIGN.md §2).
   std::vector<float> x(static_cast<size_t>(n * n_embd)), logits(static_cast<size_t>(n * n_expert));
@@ -234,16 +237,19 @@ void Transformer::predict_next_layer(int layer, int64_t n) {
     rms_norm(hidden_.data() + t * n_embd, w.ffn_norm.data(), n_embd, config_.rms_eps,
              x.data() + t * n_embd);
   matmul(pool_, w.router, x.data(), n, logits.data(), scratch_rows_);
-  // Union over the batch, by best rank across its tokens, then expert id.
-  std::vector<int> best_rank(static_cast<size_t>(n_expert), wanted);
+  // Union over the batch, by best rank across its tokens, then expert id. top_k orders ties by
+  // id, so each token's top `prefetched` and top `observed` are prefixes of its top `wanted`.
+  std::vector<int> best_rank(static_cast<size_t>(n_expert), prefetched);
   std::vector<int32_t> top(static_cast<size_t>(wanted));
   for (int64_t t = 0; t < n; ++t) {
     top_k(logits.data() + t * n_expert, n_expert, wanted, top.data());
-    for (int r = 0; r < wanted; ++r)
+    if (observed > 0) prediction_observer_(next, t, {top.data(), size_t(observed)});
+    for (int r = 0; r < prefetched; ++r)
       best_rank[size_t(top[r])] = std::min(best_rank[size_t(top[r])], r);
   }
+  if (prefetched == 0) return;
   predicted_.clear();
-  for (int r = 0; r < wanted; ++r)
+  for (int r = 0; r < prefetched; ++r)
     for (int64_t e = 0; e < n_expert; ++e)
       if (best_rank[size_t(e)] == r) predicted_.push_back(int32_t(e));
   experts_.prefetch(next, predicted_);

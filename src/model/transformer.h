@@ -29,6 +29,10 @@ namespace strata {
 
 // Called once per layer and token with the chosen experts, best first.
 using RouteObserver = std::function<void(int layer, int64_t token_index, std::span<const int32_t>)>;
+// Called once per layer l >= 1 and token with the read-ahead predictor's ranking for layer l
+// (made during layer l - 1, see RoutingOptions::readahead): its top experts, best first.
+using PredictionObserver =
+    std::function<void(int layer, int64_t token_index, std::span<const int32_t>)>;
 // Called once per layer with what the router reads: [n_tokens][n_embd] (the normed hidden
 // state). For calibration and analysis tools.
 using RouterInputObserver =
@@ -56,6 +60,12 @@ class Transformer {
                  std::vector<float>& logits);
 
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
+  // `count` experts per prediction; the predictor runs for the observer even with read-ahead
+  // off (one router mat-vec per layer and token).
+  void set_prediction_observer(PredictionObserver observer, int count) {
+    prediction_observer_ = std::move(observer);
+    prediction_count_ = count;
+  }
   void set_router_input_observer(RouterInputObserver observer) {
     router_input_observer_ = std::move(observer);
   }
@@ -85,6 +95,8 @@ class Transformer {
   ExpertStore& experts_;
   ThreadPool& pool_;
   RouteObserver route_observer_;
+  PredictionObserver prediction_observer_;
+  int prediction_count_ = 0;
   RouterInputObserver router_input_observer_;
   RoutingOptions routing_;
 

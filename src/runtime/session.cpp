@@ -306,6 +306,19 @@ void Session::set_route_callback(RouteCallback callback) {
   impl_->route_callback = std::move(callback);
 }
 
+void Session::set_prediction_callback(PredictionCallback callback) {
+  if (!callback) {
+    impl_->transformer->set_prediction_observer(nullptr, 0);
+    return;
+  }
+  impl_->transformer->set_prediction_observer(
+      [impl = impl_.get(), callback = std::move(callback)](
+          int layer, int64_t index, std::span<const int32_t> experts) {
+        callback(layer, impl->batch_start + index, experts);
+      },
+      int(impl_->model().config().n_expert_used));
+}
+
 std::string Session::describe() const {
   const ModelConfig& c = impl_->model().config();
   return fmt::format("{}: {} layers, {} experts (top-{}), context {}, {} threads, {} kernels; {}",

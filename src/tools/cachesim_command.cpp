@@ -27,6 +27,7 @@ struct CachesimFlags {
   std::string policies = "lru,lfu,arc,min";
   bool scan_prompt = false;
   uint64_t prefill_chunk = 0;
+  uint32_t readahead = 0;
   std::string out_path, json_path, plot_path;
 };
 
@@ -71,7 +72,8 @@ Result<std::vector<std::string>> parse_policies(std::string_view list) {
     const std::string name(list.substr(0, comma));
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     if (name == kMinPolicy) continue;  // always replayed, as the last column
-    STRATA_RETURN_IF_ERROR(make_policy(name, 1).status().with_prefix("--policies"));
+    STRATA_RETURN_IF_ERROR(
+        make_policy(name, PolicyShape{1, 1, 1}).status().with_prefix("--policies"));
     policies.push_back(name);
   }
   if (policies.empty()) return Status::error("--policies: name at least one practical policy");
@@ -110,7 +112,8 @@ Result<Study> run_study(const CachesimFlags& flags) {
       for (const ExpertTrace& trace : study.traces) {
         STRATA_ASSIGN_OR_RETURN(
             CacheRun run,
-            replay(trace, policy, {size.capacity, flags.scan_prompt, flags.prefill_chunk}));
+            replay(trace, policy,
+                   {size.capacity, flags.scan_prompt, flags.prefill_chunk, flags.readahead}));
         by_trace.push_back(run);
       }
     }
@@ -120,8 +123,9 @@ Result<Study> run_study(const CachesimFlags& flags) {
 
 double fraction_of(uint64_t hits, uint64_t best) { return best ? double(hits) / double(best) : 1; }
 
-// A row per size, a column per policy; cells "hit rate (fraction of MIN's hits)".
-std::string phase_table(const Study& s, Phase phase) {
+// A row per size, a column per policy; cells "hit rate (fraction of MIN's hits)", or with
+// `served` "hits + read-ahead hits per access (fraction of MIN's hits)".
+std::string phase_table(const Study& s, Phase phase, bool served = false) {
   std::string md = "| arena | units |";
   for (const std::string& policy : s.policies) md += fmt::format(" {} |", policy);
   md += "\n|---:|---:|";
@@ -132,9 +136,11 @@ std::string phase_table(const Study& s, Phase phase) {
     md += fmt::format("| {} | {} |", s.sizes[z].label, s.sizes[z].capacity);
     for (size_t p = 0; p < s.policies.size(); ++p) {
       const CacheCounts c = s.pooled(z, p, phase);
+      const uint64_t hits = served ? c.hits + c.readahead_hits : c.hits;
+      const double rate = served ? c.served_rate() : c.hit_rate();
       md += p == s.min_index()
-                ? fmt::format(" {:.1f}% |", 100 * c.hit_rate())
-                : fmt::format(" {:.1f}% ({:.2f}) |", 100 * c.hit_rate(), fraction_of(c.hits, best));
+                ? fmt::format(" {:.1f}% |", 100 * rate)
+                : fmt::format(" {:.1f}% ({:.2f}) |", 100 * rate, fraction_of(hits, best));
     }
     md += "\n";
   }
@@ -163,14 +169,20 @@ std::string replay_description(const CachesimFlags& flags, uint32_t k) {
   return fmt::format(
       "Each trace is replayed from an empty cache, token by token and layer by layer; a "
       "layer's {} experts are one group, pinned while it loads them. Prompt tokens: {}. Prompt "
-      "units inserted as scan units: {}.",
+      "units inserted as scan units: {}. Read-ahead: {}.",
       k,
       flags.prefill_chunk == 0
           ? std::string("one at a time, like generated tokens")
           : fmt::format("in chunks of {} as the arena's prefill, each layer loading the union "
                         "of its chunk's experts once (accesses count units per chunk and layer)",
                         flags.prefill_chunk),
-      flags.scan_prompt ? "yes" : "no");
+      flags.scan_prompt ? "yes" : "no",
+      flags.readahead == 0
+          ? std::string("off")
+          : fmt::format("the top {} predictions of each token for the next layer are inserted "
+                        "after each layer (MIN does not read ahead); a claimed prediction is a "
+                        "read-ahead hit, not a hit",
+                        flags.readahead));
 }
 
 std::string markdown(const Study& s, const CachesimFlags& flags) {
@@ -190,6 +202,9 @@ std::string markdown(const Study& s, const CachesimFlags& flags) {
       first.n_layer, first.n_expert, first.n_expert_used, s.n_units(),
       replay_description(flags, first.n_expert_used));
   md += phase_table(s, Phase::kAll);
+  if (flags.readahead > 0)
+    md += "\n## All tokens: hits + read-ahead hits per access (fraction of MIN's hits)\n\n" +
+          phase_table(s, Phase::kAll, true);
   if (s.any_has_both_phases()) {
     md += "\n## Prompt tokens (prefill), traces with a generation\n\n" +
           phase_table(s, Phase::kPrompt);
@@ -203,7 +218,12 @@ nlohmann::json counts_json(const CacheCounts& c, uint64_t best_hits) {
   return {{"accesses", c.accesses},
           {"hits", c.hits},
           {"hit_rate", c.hit_rate()},
-          {"fraction_of_min", fraction_of(c.hits, best_hits)}};
+          {"fraction_of_min", fraction_of(c.hits, best_hits)},
+          {"readahead_hits", c.readahead_hits},
+          {"readaheads_issued", c.readaheads_issued},
+          {"readaheads_wasted", c.readaheads_wasted},
+          {"served_rate", c.served_rate()},
+          {"served_fraction_of_min", fraction_of(c.hits + c.readahead_hits, best_hits)}};
 }
 
 std::string json_report(const Study& s, const CachesimFlags& flags) {
@@ -240,6 +260,7 @@ std::string json_report(const Study& s, const CachesimFlags& flags) {
                                {"n_units", s.n_units()},
                                {"scan_prompt", flags.scan_prompt},
                                {"prefill_chunk", flags.prefill_chunk},
+                               {"readahead", flags.readahead},
                                {"command", command_line()},
                                {"traces", traces},
                                {"results", results}};
@@ -311,6 +332,9 @@ void add_cachesim_command(CLI::App& app, Action& action) {
   command->add_option("--prefill-chunk", flags->prefill_chunk,
                       "replay the prompt as the arena's prefill, in chunks of this many tokens "
                       "(0: token by token)");
+  command->add_option("--readahead", flags->readahead,
+                      "insert each token's top N predictions for the next layer (traces "
+                      "recorded with predictions)");
   command->add_option("--out", flags->out_path, "write the Markdown report here, not to stdout");
   command->add_option("--json", flags->json_path, "write the results as JSON");
   command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size");

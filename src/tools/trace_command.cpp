@@ -1,6 +1,7 @@
 // strata trace -m MODEL (-p TEXT | -f FILE | --teacher-forced FILE) [-n N] -o TRACE: records
-// which experts the router chooses for every token and layer (experts/expert_trace.h), for
-// replaying through replacement policies with `strata cachesim`.
+// which experts the router chooses for every token and layer, and the read-ahead predictor's
+// top-k for every layer after the first (experts/expert_trace.h), for replaying through
+// replacement policies and read-ahead with `strata cachesim`.
 //
 // With -p/-f the prompt is fed (prefill) and N tokens are generated; the last generated token
 // is fed too, so the trace covers the prompt and all N tokens. With --teacher-forced the whole
@@ -76,6 +77,10 @@ int trace(const TraceFlags& flags) {
   session.set_route_callback(
       [&recorder](int layer, int64_t position, std::span<const int32_t> experts) {
         recorder.record(layer, position, experts);
+      });
+  session.set_prediction_callback(
+      [&recorder](int layer, int64_t position, std::span<const int32_t> experts) {
+        recorder.record_prediction(layer, position, experts);
       });
   const auto fed = feed(session, flags, text);
   if (!fed.ok()) return report_failure(fed.status());

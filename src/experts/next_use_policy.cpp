@@ -1,0 +1,159 @@
+#include "experts/next_use_policy.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "base/check.h"
+#include "experts/unit_list.h"
+
+namespace strata {
+namespace {
+
+constexpr int kGapBuckets = 12;  // gaps 1, 2, 3, 4, 5-7, 8-15, ..., 128-255, 256+; never
+constexpr int kNeverUsed = kGapBuckets - 1;
+constexpr int kFrequencySteps = 3;  // buckets per octave
+// Frequencies that land on a bucket boundary up to rounding go to the upper bucket, so the
+// bucket does not depend on the order in which the decays were applied.
+constexpr double kBoundarySlack = 1e-9;
+
+int gap_bucket(int64_t gap) {
+  if (gap <= 4) return int(gap) - 1;
+  return std::min(4 + int(std::bit_width(uint64_t(gap))) - 3, kNeverUsed - 1);
+}
+
+}  // namespace
+
+NextUsePolicy::NextUsePolicy(int n_layer, int n_expert)
+    : n_layer_(n_layer),
+      n_expert_(n_expert),
+      decay_(std::exp2(-1.0 / kHalfLifeVisits)),
+      current_layer_(n_layer - 1) {
+  STRATA_CHECK(n_layer >= 1 && n_expert >= 1);
+  STRATA_CHECK_LE(uint64_t(n_layer) * uint64_t(n_expert), uint64_t(UnitList::kMaxUnits));
+  n_frequency_ =
+      2 + int(std::floor(kFrequencySteps * std::log2(double(n_expert)) + kBoundarySlack));
+  units_.resize(size_t(n_layer) * size_t(n_expert));
+  layers_.resize(size_t(n_layer));
+  uses_.assign(size_t(kGapBuckets * n_frequency_), 0.0);
+  samples_.assign(uses_.size(), 0.0);
+  visit_cells_.assign(size_t(n_expert), 0);
+}
+
+NextUsePolicy::Unit& NextUsePolicy::unit_at(uint32_t unit) {
+  STRATA_CHECK_LT(unit, units_.size());
+  return units_[unit];
+}
+
+int NextUsePolicy::cell(uint32_t unit, int64_t visit) const {
+  const Unit& u = units_[unit];
+  const Layer& layer = layers_[unit / uint32_t(n_expert_)];
+  const int gap = u.last_use < 0 ? kNeverUsed : gap_bucket(visit - u.last_use);
+  int frequency = 0;
+  if (layer.visit_mass > 0 && u.weight > 0) {
+    const double per_visit =
+        u.weight * std::pow(decay_, double(layer.visits - u.weight_visit)) / layer.visit_mass;
+    const double steps = kFrequencySteps * std::log2(per_visit * n_expert_) + kBoundarySlack;
+    if (steps >= 0) frequency = std::min(1 + int(std::floor(steps)), n_frequency_ - 1);
+  }
+  return gap * n_frequency_ + frequency;
+}
+
+double NextUsePolicy::rate(int cell) const {
+  const double overall = (total_uses_ + 1) / (total_samples_ + 2);
+  return (uses_[size_t(cell)] + kPriorSamples * overall) / (samples_[size_t(cell)] + kPriorSamples);
+}
+
+double NextUsePolicy::use_probability(uint32_t unit) const {
+  STRATA_CHECK_LT(unit, units_.size());
+  return rate(cell(unit, layers_[unit / uint32_t(n_expert_)].visits + 1));
+}
+
+double NextUsePolicy::expected_next_use(uint32_t unit) const {
+  const int layer = int(unit / uint32_t(n_expert_));
+  const int distance = (layer - current_layer_ + n_layer_ - 1) % n_layer_ + 1;  // 1..n_layer
+  const double q = use_probability(unit);
+  return distance + n_layer_ * (1 - q) / q;
+}
+
+void NextUsePolicy::learn_from_visit() {
+  if (!counting_) return;
+  const Layer& layer = layers_[size_t(current_layer_)];
+  if (!layer.held) return;
+  for (int e = 0; e < n_expert_; ++e) {
+    const size_t c = size_t(visit_cells_[size_t(e)]);
+    const bool used = units_[size_t(current_layer_ * n_expert_ + e)].last_use == layer.visits;
+    samples_[c] += 1;
+    uses_[c] += used;
+    total_samples_ += 1;
+    total_uses_ += used;
+  }
+}
+
+void NextUsePolicy::on_layer(int layer, bool prefill) {
+  STRATA_CHECK(layer >= 0 && layer < n_layer_);
+  learn_from_visit();
+  current_layer_ = layer;
+  counting_ = !prefill;
+  in_prefill_ = prefill;
+  if (prefill) return;
+  Layer& visiting = layers_[size_t(layer)];
+  for (int e = 0; e < n_expert_; ++e)
+    visit_cells_[size_t(e)] = cell(uint32_t(layer * n_expert_ + e), visiting.visits + 1);
+  ++visiting.visits;
+  visiting.visit_mass = visiting.visit_mass * decay_ + 1;
+}
+
+void NextUsePolicy::count_use(uint32_t unit) {
+  if (in_prefill_) return;
+  Unit& u = units_[unit];
+  const Layer& layer = layers_[unit / uint32_t(n_expert_)];
+  if (u.last_use == layer.visits) return;  // once per visit
+  u.weight = u.weight * std::pow(decay_, double(layer.visits - u.weight_visit)) + 1;
+  u.weight_visit = layer.visits;
+  u.last_use = layer.visits;
+}
+
+void NextUsePolicy::on_insert(uint32_t unit, bool scan) {
+  Unit& u = unit_at(unit);
+  STRATA_CHECK(u.resident_index < 0);
+  u.resident_index = int32_t(resident_.size());
+  resident_.push_back(unit);
+  layers_[unit / uint32_t(n_expert_)].held = true;
+  u.last_touch = ++tick_;
+  if (!scan) count_use(unit);
+}
+
+void NextUsePolicy::on_access(uint32_t unit) {
+  Unit& u = unit_at(unit);
+  STRATA_CHECK(u.resident_index >= 0);
+  u.last_touch = ++tick_;
+  count_use(unit);
+}
+
+void NextUsePolicy::on_remove(uint32_t unit) {
+  Unit& u = unit_at(unit);
+  STRATA_CHECK(u.resident_index >= 0);
+  const uint32_t moved = resident_.back();
+  resident_[size_t(u.resident_index)] = moved;
+  units_[moved].resident_index = u.resident_index;
+  resident_.pop_back();
+  u.resident_index = -1;  // the history stays: it is what helps next time
+}
+
+std::optional<uint32_t> NextUsePolicy::victim(const std::function<bool(uint32_t)>& evictable) {
+  std::optional<uint32_t> chosen;
+  double chosen_next_use = 0;
+  for (uint32_t unit : resident_) {
+    if (!evictable(unit)) continue;
+    const double next_use = expected_next_use(unit);
+    if (!chosen || next_use > chosen_next_use ||
+        (next_use == chosen_next_use && units_[unit].last_touch < units_[*chosen].last_touch)) {
+      chosen = unit;
+      chosen_next_use = next_use;
+    }
+  }
+  return chosen;
+}
+
+}  // namespace strata
