@@ -12,6 +12,8 @@
 //       logits; Markdown to stdout
 //   compare A.json B.json [-o JSON] [--md FILE] [--plot SVG]
 //       paired bootstrap of two runs' differences
+//   table RUN.json... [-o JSON] [--md FILE] [--curve SVG] [--bars SVG]
+//       runs side by side: the price list of lossy knobs (eval/run_table.h)
 #include <strata/text_tokenizer.h>
 
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include "eval/comparison.h"
 #include "eval/reference_logits.h"
 #include "eval/report.h"
+#include "eval/run_table.h"
 #include "eval/scoring.h"
 #include "eval/suite.h"
 #include "tools/command.h"
@@ -162,6 +165,49 @@ int compare(const std::string& a_path, const std::string& b_path,
   return 0;
 }
 
+struct TableFlags {
+  std::vector<std::string> records;
+  std::string json_path, markdown_path, curve_path, bars_path;
+};
+
+int table(const TableFlags& flags) {
+  std::vector<eval::RunRecord> records;
+  for (const std::string& path : flags.records) {
+    auto record = eval::read_run_record(path);
+    if (!record.ok()) return report_failure(record.status());
+    records.push_back(std::move(record).value());
+  }
+  const auto rows = eval::table_rows(records);
+  if (!rows.ok()) return report_failure(rows.status());
+  const std::string markdown = eval::table_markdown(rows.value());
+  for (const auto& [path, text] :
+       {std::pair{flags.json_path,
+                  flags.json_path.empty()
+                      ? ""
+                      : eval::table_json(rows.value(), records.front(), command_line())},
+        std::pair{flags.markdown_path, markdown},
+        std::pair{flags.curve_path,
+                  flags.curve_path.empty() ? "" : eval::price_curve_svg(rows.value())},
+        std::pair{flags.bars_path,
+                  flags.bars_path.empty() ? "" : eval::kld_bars_svg(rows.value())}})
+    if (const Status s = write_text(path, text); !s.ok()) return report_failure(s);
+  std::fputs(markdown.c_str(), stdout);
+  return 0;
+}
+
+void add_table(CLI::App* eval_app, Action& action) {
+  auto* command = eval_app->add_subcommand("table", "runs side by side: what each knob costs");
+  auto flags = std::make_shared<TableFlags>();
+  command->add_option("records", flags->records, "`strata eval run` JSON records, one per row")
+      ->required();
+  command->add_option("-o,--out", flags->json_path, "JSON table");
+  command->add_option("--md", flags->markdown_path, "Markdown table (also printed)");
+  command->add_option("--curve", flags->curve_path,
+                      "SVG: mean KLD against decode hit rate, a line per memory budget");
+  command->add_option("--bars", flags->bars_path, "SVG: mean KLD per record with its interval");
+  command->callback([&action, flags] { action = [flags] { return table(*flags); }; });
+}
+
 void add_output_flags(CLI::App* command, Outputs& outputs) {
   command->add_option("-o,--out", outputs.json_path, "JSON record with provenance");
   command->add_option("--md", outputs.markdown_path, "Markdown table (also printed)");
@@ -249,6 +295,7 @@ void add_eval_command(CLI::App& app, Action& action) {
       [&action, tokens_flags] { action = [tokens_flags] { return write_tokens(*tokens_flags); }; });
 
   add_run(eval_app, action);
+  add_table(eval_app, action);
 
   auto* compare_app = eval_app->add_subcommand("compare", "paired bootstrap of two runs");
   auto records = std::make_shared<std::vector<std::string>>();

@@ -1,0 +1,165 @@
+#include "eval/run_table.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+
+#include "base/svg_chart.h"
+#include "eval/report.h"
+#include "runtime/byte_size.h"
+
+namespace strata::eval {
+namespace {
+
+std::string budget_of(const nlohmann::json& candidate) {
+  if (candidate.value("memory_budget_bytes", uint64_t(0)) > 0)
+    return "--mem " + format_bytes(candidate["memory_budget_bytes"].get<uint64_t>());
+  if (candidate.value("arena_share", 0.0) > 0)
+    return fmt::format("--arena {:g}%", 100 * candidate["arena_share"].get<double>());
+  return "resident";
+}
+
+Result<TableRow> row_of(const RunRecord& record) {
+  const nlohmann::json& json = record.json;
+  try {
+    const nlohmann::json& candidate = json.at("candidate");
+    const nlohmann::json& all = json.at("groups").back();
+    if (all.at("name") != "all") return Status::errorf("{}: no pooled group \"all\"", record.path);
+    const nlohmann::json& stats = json.at("candidate_stats");
+    const nlohmann::json& experts = stats.at("decode_experts");
+    TableRow row;
+    row.path = record.path;
+    row.label = short_label(candidate);
+    row.model = std::filesystem::path(candidate.at("model").at("path").get<std::string>())
+                    .filename()
+                    .string();
+    row.budget = budget_of(candidate);
+    row.moce_bonus = candidate.value("moce_bonus", 0.0);
+    row.positions = all.at("positions");
+    row.kld_mean = all.at("kld_mean");
+    row.kld_lo = all.at("kld_mean_ci").at(0);
+    row.kld_hi = all.at("kld_mean_ci").at(1);
+    row.kld_p99 = all.at("kld_p99");
+    row.top1 = all.at("top1_agreement");
+    row.top1_lo = all.at("top1_ci").at(0);
+    row.top1_hi = all.at("top1_ci").at(1);
+    row.ppl_ref = all.at("ppl_ref");
+    row.ppl_cand = all.at("ppl_cand");
+    row.decode_tokens = stats.at("decode_tokens");
+    row.decode_tokens_per_s = stats.at("decode_tokens_per_s");
+    const double served =
+        experts.at("hits").get<double>() + experts.at("readahead_hits").get<double>();
+    const double claims = served + experts.at("misses").get<double>();
+    // A resident model never claims from an arena: every expert is there.
+    row.hit_rate = claims > 0 ? served / claims : 1.0;
+    row.mb_per_token = row.decode_tokens > 0 ? experts.at("bytes_read").get<double>() / 1e6 /
+                                                   double(row.decode_tokens)
+                                             : 0.0;
+    return row;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::errorf("{}: not a complete `strata eval run` record ({})", record.path,
+                          e.what());
+  }
+}
+
+}  // namespace
+
+Result<std::vector<TableRow>> table_rows(const std::vector<RunRecord>& records) {
+  std::vector<TableRow> rows;
+  for (const RunRecord& record : records) {
+    const RunRecord& first = records.front();
+    if (!same_reference(first, record))
+      return Status::errorf("{} was scored against another reference than {}", record.path,
+                            first.path);
+    if (record.json.value("/suite/sha256"_json_pointer, std::string()) !=
+        first.json.value("/suite/sha256"_json_pointer, std::string()))
+      return Status::errorf("{} was scored on another suite than {}", record.path, first.path);
+    STRATA_ASSIGN_OR_RETURN(TableRow row, row_of(record));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string table_markdown(const std::vector<TableRow>& rows) {
+  std::string md =
+      "| candidate | budget | --moce | mean KLD (95 % CI) | p99 KLD | top-1 agree (95 % CI) | "
+      "PPL ref | PPL cand | decode hit rate | MB read / token | decode tok/s |\n"
+      "|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|\n";
+  for (const TableRow& r : rows)
+    md += fmt::format(
+        "| {} | {} | {:g} | {:.3g} ({:.3g}–{:.3g}) | {:.3g} | {:.2f} % ({:.2f}–{:.2f}) | {:.3f} | "
+        "{:.3f} | {:.1f} % | {:.3f} | {:.0f} |\n",
+        r.model, r.budget, r.moce_bonus, r.kld_mean, r.kld_lo, r.kld_hi, r.kld_p99, 100 * r.top1,
+        100 * r.top1_lo, 100 * r.top1_hi, r.ppl_ref, r.ppl_cand, 100 * r.hit_rate, r.mb_per_token,
+        r.decode_tokens_per_s);
+  return md;
+}
+
+std::string table_json(const std::vector<TableRow>& rows, const RunRecord& first,
+                       const std::vector<std::string>& command_line) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const TableRow& r : rows)
+    list.push_back({{"record", r.path},
+                    {"label", r.label},
+                    {"model", r.model},
+                    {"budget", r.budget},
+                    {"moce_bonus", r.moce_bonus},
+                    {"positions", r.positions},
+                    {"kld_mean", r.kld_mean},
+                    {"kld_mean_ci", {r.kld_lo, r.kld_hi}},
+                    {"kld_p99", r.kld_p99},
+                    {"top1_agreement", r.top1},
+                    {"top1_ci", {r.top1_lo, r.top1_hi}},
+                    {"ppl_ref", r.ppl_ref},
+                    {"ppl_cand", r.ppl_cand},
+                    {"decode_tokens", r.decode_tokens},
+                    {"decode_tokens_per_s", r.decode_tokens_per_s},
+                    {"decode_hit_rate", r.hit_rate},
+                    {"mb_read_per_token", r.mb_per_token}});
+  const nlohmann::json json = {{"tool", "strata eval table"},
+                               {"version", 1},
+                               {"command_line", command_line},
+                               {"suite", first.json.value("suite", nlohmann::json())},
+                               {"reference", first.json.value("reference", nlohmann::json())},
+                               {"rows", list}};
+  return json.dump(1) + "\n";
+}
+
+std::string price_curve_svg(const std::vector<TableRow>& rows) {
+  LineChart chart;
+  chart.title = "The price of cache-aware routing: KLD against the decode hit rate";
+  chart.x_label = "expert hit rate in decode steps";
+  chart.y_label = "mean KLD(exact ‖ candidate), nats";
+  chart.x_suffix = "%";
+  chart.y_min = 0;
+  std::map<std::string, size_t> series_of;
+  for (const TableRow& r : rows) {
+    if (!series_of.count(r.budget)) {
+      series_of[r.budget] = chart.series.size();
+      chart.series.push_back({r.budget, {}, {}});
+    }
+    ChartSeries& series = chart.series[series_of[r.budget]];
+    series.x.push_back(100 * r.hit_rate);
+    series.y.push_back(r.kld_mean);
+  }
+  return render_line_chart_svg(chart);
+}
+
+std::string kld_bars_svg(const std::vector<TableRow>& rows) {
+  BarChart chart;
+  chart.title = "Mean KLD(reference ‖ candidate) with 95 % bootstrap interval";
+  chart.x_label = "candidate";
+  chart.y_label = "mean KLD (nats)";
+  BarSeries& series = chart.series.emplace_back();
+  series.name = "all domains";
+  for (const TableRow& r : rows) {
+    chart.categories.push_back(r.budget == "resident" ? r.model : r.model + ", " + r.budget);
+    series.values.push_back(r.kld_mean);
+    series.lo.push_back(r.kld_lo);
+    series.hi.push_back(r.kld_hi);
+  }
+  return render_bar_chart_svg(chart);
+}
+
+}  // namespace strata::eval
