@@ -1,0 +1,165 @@
+#include "model/requantize.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "base/progress.h"
+#include "cpu/thread_pool.h"
+#include "gguf/tensor_types.h"
+#include "model/model.h"
+
+namespace strata {
+namespace {
+
+// Output bytes requantized per write: 8 MiB keeps memory flat on a 100 GB model and still
+// gives each thread hundreds of rows per parallel_for (a row of 2048 Q4_0 weights is 1152 B).
+constexpr uint64_t kChunkBytes = uint64_t(8) << 20;
+
+std::string_view type_name(uint32_t type_id) {
+  const gguf::TensorTypeInfo* info = gguf::find_tensor_type(type_id);
+  return info ? info->name : std::string_view("?");
+}
+
+// The offsets of the tensors the architecture binds as routed experts. Tensors never overlap
+// (GgufFile validates it) and expert stacks are never empty, so an offset names one tensor.
+Result<std::set<uint64_t>> routed_expert_offsets(std::shared_ptr<const gguf::GgufFile> file) {
+  STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(std::move(file)));
+  std::set<uint64_t> offsets;
+  for (const LayerExpertLayout& layer : model->weights().experts.layers)
+    for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
+      offsets.insert(part->file_offset);
+  return offsets;
+}
+
+// "Q4_0 from Q8_0", "Q4_0 from Q5_0+Q8_0" for mixed sources, and what an earlier run recorded.
+Result<std::string> provenance(const gguf::GgufFile& input, QuantType target,
+                               const std::vector<uint32_t>& source_types) {
+  std::string sources;
+  for (const uint32_t id : source_types)
+    sources += fmt::format("{}{}", sources.empty() ? "" : "+", type_name(id));
+  std::string text = fmt::format("{} from {}", type_name(uint32_t(target)), sources);
+  if (input.has(kRequantizeProvenanceKey)) {
+    STRATA_ASSIGN_OR_RETURN(const std::string earlier, input.get_string(kRequantizeProvenanceKey));
+    text += "; before: " + earlier;
+  }
+  return text;
+}
+
+struct Requantizer {
+  const gguf::GgufFile& input;
+  const QuantTraits& target;
+  ThreadPool& pool;
+  gguf::GgufWriter& writer;
+  ProgressBar* progress;
+  std::vector<std::vector<float>> scratch;  // one dequantized row per thread
+  std::vector<uint8_t> buffer;              // one chunk of output rows
+
+  // Rows are independent, so any thread may take any row and the bytes never depend on the
+  // thread count.
+  Status write(const gguf::TensorInfo& tensor) {
+    const QuantTraits& source = quant_traits(QuantType(tensor.type_id));
+    const int64_t row_length = tensor.shape[0];
+    const int64_t n_rows = tensor.n_elements() / row_length;
+    const size_t source_row_bytes = source.row_bytes(row_length);
+    const size_t target_row_bytes = target.row_bytes(row_length);
+    const int64_t chunk_rows = std::max<int64_t>(1, int64_t(kChunkBytes / target_row_bytes));
+    const uint8_t* source_rows = input.tensor_data(tensor);
+    for (auto& row : scratch) row.resize(size_t(row_length));
+    for (int64_t first = 0; first < n_rows; first += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, n_rows - first);
+      buffer.resize(size_t(n) * target_row_bytes);
+      pool.parallel_for(n, [&](int64_t row, int thread) {
+        float* values = scratch[size_t(thread)].data();
+        source.dequantize_row(source_rows + size_t(first + row) * source_row_bytes, values,
+                              row_length);
+        target.quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
+      });
+      STRATA_RETURN_IF_ERROR(writer.write_tensor_data(buffer));
+      if (progress) progress->advance(buffer.size());
+    }
+    return Status();
+  }
+};
+
+}  // namespace
+
+Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFile> input,
+                                             const RequantizeOptions& options,
+                                             gguf::GgufWriter& writer) {
+  const gguf::GgufFile& file = *input;
+  const QuantTraits& target = quant_traits(options.expert_type);
+  STRATA_ASSIGN_OR_RETURN(const std::set<uint64_t> expert_offsets, routed_expert_offsets(input));
+  std::vector<bool> is_expert;
+  std::vector<uint32_t> source_types;
+  RequantizeSummary summary;
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    is_expert.push_back(tensor.n_bytes > 0 && expert_offsets.contains(tensor.offset));
+    if (!is_expert.back()) continue;
+    if (tensor.shape[0] % target.block_size != 0)
+      return Status::errorf(
+          "{}: tensor {}: row length {} is not a multiple of {}'s block size {}; choose a format "
+          "with a smaller block",
+          file.name(), tensor.name, tensor.shape[0], type_name(uint32_t(target.type)),
+          target.block_size);
+    if (std::find(source_types.begin(), source_types.end(), tensor.type_id) == source_types.end())
+      source_types.push_back(tensor.type_id);
+    summary.n_expert_tensors++;
+    summary.expert_bytes_in += tensor.n_bytes;
+  }
+  STRATA_ASSIGN_OR_RETURN(summary.provenance, provenance(file, options.expert_type, source_types));
+
+  for (const std::string& key : file.keys())
+    STRATA_RETURN_IF_ERROR(writer.copy_metadata(file, key));
+  writer.set_string(kRequantizeProvenanceKey, summary.provenance);
+  for (size_t i = 0; i < file.tensors().size(); ++i) {
+    const gguf::TensorInfo& tensor = file.tensors()[i];
+    const uint32_t type_id = is_expert[i] ? uint32_t(options.expert_type) : tensor.type_id;
+    STRATA_ASSIGN_OR_RETURN(const uint64_t n_bytes,
+                            writer.add_tensor(tensor.name, tensor.shape, type_id));
+    if (is_expert[i]) summary.expert_bytes_out += n_bytes;
+    summary.tensor_bytes_out += n_bytes;
+  }
+
+  STRATA_RETURN_IF_ERROR(writer.begin());
+  const int n_threads = options.n_threads > 0
+                            ? options.n_threads
+                            : std::max(1, int(std::thread::hardware_concurrency()));
+  ThreadPool pool(n_threads);
+  Requantizer requantizer{file, target, pool, writer, options.progress, {}, {}};
+  requantizer.scratch.resize(size_t(pool.size()));
+  for (size_t i = 0; i < file.tensors().size(); ++i) {
+    const gguf::TensorInfo& tensor = file.tensors()[i];
+    if (is_expert[i]) {
+      STRATA_RETURN_IF_ERROR(requantizer.write(tensor));
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR(writer.write_tensor_data({file.tensor_data(tensor), tensor.n_bytes}));
+    if (options.progress) options.progress->advance(tensor.n_bytes);
+  }
+  return summary;
+}
+
+Result<RequantizeSummary> requantize_model_file(const std::string& input_path,
+                                                const std::string& output_path,
+                                                const RequantizeOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(const auto input, gguf::GgufFile::open(input_path));
+  std::error_code error;
+  if (std::filesystem::exists(output_path, error)) {
+    // Also catches a symlink or hard link to the input: the input is never replaced.
+    if (std::filesystem::equivalent(input_path, output_path, error))
+      return Status::errorf("{}: is the input file; refusing to overwrite it", output_path);
+    if (!options.overwrite)
+      return Status::errorf("{}: already exists (--force replaces it)", output_path);
+  }
+  gguf::GgufWriter writer(output_path);
+  STRATA_ASSIGN_OR_RETURN(RequantizeSummary summary, requantize_experts(input, options, writer));
+  STRATA_RETURN_IF_ERROR(writer.finish());
+  return summary;
+}
+
+}  // namespace strata

@@ -1,0 +1,68 @@
+// Rewriting a model file's routed experts in another tensor format (`strata quantize`), so
+// that what each expert format costs in quality and speed can be measured on the same model.
+//
+// Which tensors are routed experts is the architecture's decision: the file is bound with
+// Model::describe() and the tensors at the offsets of its ExpertLayout (the stacked
+// blk.N.ffn_{gate,up,down}_exps) are rewritten. Every other tensor (embeddings, attention,
+// norms, routers, shared experts) and every metadata key are copied byte for byte, in the
+// file's order; the key kRequantizeProvenanceKey records what was done.
+//
+// Each expert row is dequantized with the source format's reference dequantizer and quantized
+// with the target's reference quantizer (quant_traits.cpp): out = quantize(dequantize(in)).
+// Starting from a Q8_0 file quantizes twice (F16 -> Q8_0 by whoever made the file, Q8_0 ->
+// target here); that is what a user without the F16 original has, and its error is the Q8_0
+// error plus the target's. A target whose block size does not divide an expert tensor's row
+// length (K-quants and IQ4_XS need multiples of 256) is refused before anything is written;
+// no tensor silently keeps or changes its format.
+//
+// The output is written tensor by tensor (GgufWriter: temporary file, fsync, rename), so
+// memory stays at one chunk of output rows whatever the model's size.
+#pragma once
+
+#include <strata/status.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "quant/quant_type.h"
+
+namespace strata {
+
+class ProgressBar;
+
+// Metadata key holding e.g. "Q5_0 from Q8_0" (earlier requantizations are kept after "; ").
+inline constexpr std::string_view kRequantizeProvenanceKey = "strata.quantize.experts";
+
+struct RequantizeOptions {
+  QuantType expert_type = QuantType::kQ8_0;
+  int n_threads = 0;                // 0: one per core
+  bool overwrite = false;           // replace an existing output file (never the input)
+  ProgressBar* progress = nullptr;  // advanced by the bytes of each tensor written; may be null
+};
+
+struct RequantizeSummary {
+  int n_expert_tensors = 0;
+  uint64_t expert_bytes_in = 0;   // the routed experts in the input
+  uint64_t expert_bytes_out = 0;  // and in the output
+  uint64_t tensor_bytes_out = 0;  // every tensor of the output
+  std::string provenance;         // the value written under kRequantizeProvenanceKey
+};
+
+// Declares `input`'s metadata and tensors in `writer` (experts in options.expert_type), then
+// begins it and writes every tensor. The caller calls writer.finish(). Errors name the input
+// (a tensor the target cannot hold, an unbindable model) or the output (I/O).
+// REQUIRES: nothing was added to `writer` yet.
+Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFile> input,
+                                             const RequantizeOptions& options,
+                                             gguf::GgufWriter& writer);
+
+// File to file: refuses to write over `input_path` (even with overwrite) and over an existing
+// `output_path` unless options.overwrite; `output_path` appears complete or not at all.
+Result<RequantizeSummary> requantize_model_file(const std::string& input_path,
+                                                const std::string& output_path,
+                                                const RequantizeOptions& options);
+
+}  // namespace strata

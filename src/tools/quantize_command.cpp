@@ -1,0 +1,75 @@
+// strata quantize -m IN.gguf --experts TYPE -o OUT.gguf [--force] [--threads N]: the same
+// model with its routed experts rewritten in TYPE and everything else copied byte for byte
+// (model/requantize.h), for measuring what each expert format costs.
+//
+// Each expert row is dequantized and quantized again. From a Q8_0 file that is a second
+// quantization (the first made the Q8_0); it is what a user without the F16 original has, and
+// it measures the target's error on top of Q8_0's, not the target's alone.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "base/progress.h"
+#include "model/requantize.h"
+#include "tools/command.h"
+
+namespace strata::tools {
+namespace {
+
+struct QuantizeFlags {
+  std::string input_path;
+  std::string output_path;
+  std::string expert_type;
+  int n_threads = 0;
+  bool force = false;
+};
+
+double mebibytes(uint64_t bytes) { return double(bytes) / 1048576; }
+
+int quantize(const QuantizeFlags& flags) {
+  const auto type = parse_quant_type(flags.expert_type);
+  if (!type.ok()) return report_failure(type.status().with_prefix("quantize: --experts"));
+  RequantizeOptions options;
+  options.expert_type = type.value();
+  options.n_threads = flags.n_threads;
+  options.overwrite = flags.force;
+  Result<RequantizeSummary> summary = Status::error("not run");
+  {
+    // Sized by the input, which the output roughly matches; the bar only shows progress.
+    std::error_code error;
+    const auto input_bytes = std::filesystem::file_size(flags.input_path, error);
+    ProgressBar progress("quantize", error ? 0 : input_bytes);
+    options.progress = &progress;
+    summary = requantize_model_file(flags.input_path, flags.output_path, options);
+  }
+  if (!summary.ok()) return report_failure(summary.status());
+  const RequantizeSummary& s = summary.value();
+  std::fprintf(stderr, "wrote %s: %d expert tensors %s, %.1f -> %.1f MiB; all tensors %.1f MiB\n",
+               flags.output_path.c_str(), s.n_expert_tensors, s.provenance.c_str(),
+               mebibytes(s.expert_bytes_in), mebibytes(s.expert_bytes_out),
+               mebibytes(s.tensor_bytes_out));
+  return 0;
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app, Action& action) {
+  auto* command = app.add_subcommand(
+      "quantize",
+      "rewrite a model's routed experts in another format (everything else copied). Rows are "
+      "dequantized and quantized again: from a Q8_0 file that is a second quantization, what a "
+      "user without the F16 original has");
+  auto flags = std::make_shared<QuantizeFlags>();
+  command->add_option("-m,--model", flags->input_path, "input GGUF model")->required();
+  command
+      ->add_option("--experts", flags->expert_type,
+                   "format of the routed experts: f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, "
+                   "iq4_nl, and for rows that are multiples of 256 iq4_xs, q6_k..q2_k")
+      ->required();
+  command->add_option("-o,--output", flags->output_path, "output GGUF file")->required();
+  command->add_flag("--force", flags->force, "replace an existing output (never the input)");
+  command->add_option("-t,--threads", flags->n_threads, "threads (default: one per core)");
+  command->callback([&action, flags] { action = [flags] { return quantize(*flags); }; });
+}
+
+}  // namespace strata::tools
