@@ -30,8 +30,8 @@ struct SessionOptions {
   // rest of the process takes: for experiments and benchmarks that compare arena sizes.
   // Ignored when memory_budget is set.
   double arena_share = 0;
-  bool teacher_forced = false;  // the plan keeps room for the logits of every batch row
-  std::string cache_policy = "lrfu";  // best measured on real routing (bench/results/cache_lab)
+  bool teacher_forced = false;             // the plan keeps room for the logits of every batch row
+  std::string cache_policy = "successor";  // best measured: experts/next_use_policy.h
   int io_threads = 2;
   std::string io_backend = "pread";  // or "uring"
   int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k

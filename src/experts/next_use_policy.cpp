@@ -24,7 +24,7 @@ int gap_bucket(int64_t gap) {
 
 }  // namespace
 
-NextUsePolicy::NextUsePolicy(int n_layer, int n_expert)
+NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, bool successors)
     : n_layer_(n_layer),
       n_expert_(n_expert),
       decay_(std::exp2(-1.0 / kHalfLifeVisits)),
@@ -38,6 +38,11 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert)
   uses_.assign(size_t(kGapBuckets * n_frequency_), 0.0);
   samples_.assign(uses_.size(), 0.0);
   visit_cells_.assign(size_t(n_expert), 0);
+  if (successors) successors_.emplace(n_layer, n_expert);
+  ranked_uses_.assign(size_t(SuccessorRanks::kBuckets) * uses_.size(), 0.0);
+  ranked_samples_.assign(ranked_uses_.size(), 0.0);
+  visit_buckets_.assign(size_t(n_expert), -1);
+  followed_.assign(size_t(n_layer), 0);
 }
 
 NextUsePolicy::Unit& NextUsePolicy::unit_at(uint32_t unit) {
@@ -64,9 +69,20 @@ double NextUsePolicy::rate(int cell) const {
   return (uses_[size_t(cell)] + kPriorSamples * overall) / (samples_[size_t(cell)] + kPriorSamples);
 }
 
+double NextUsePolicy::ranked_rate(int bucket, int cell) const {
+  const size_t c = size_t(bucket) * uses_.size() + size_t(cell);
+  return (ranked_uses_[c] + kPriorSamples * rate(cell)) / (ranked_samples_[c] + kPriorSamples);
+}
+
 double NextUsePolicy::use_probability(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
-  return rate(cell(unit, layers_[unit / uint32_t(n_expert_)].visits + 1));
+  const int layer = int(unit / uint32_t(n_expert_));
+  const int c = cell(unit, layers_[size_t(layer)].visits + 1);
+  // The ranks come from the layer's latest visit: while it runs, they are not yet about the
+  // next one.
+  const bool ranked = successors_ && !(counting_ && layer == current_layer_);
+  const int bucket = ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
+  return bucket < 0 ? rate(c) : ranked_rate(bucket, c);
 }
 
 double NextUsePolicy::expected_next_use(uint32_t unit) const {
@@ -80,6 +96,7 @@ void NextUsePolicy::learn_from_visit() {
   if (!counting_) return;
   const Layer& layer = layers_[size_t(current_layer_)];
   if (!layer.held) return;
+  std::vector<int32_t> used_experts;
   for (int e = 0; e < n_expert_; ++e) {
     const size_t c = size_t(visit_cells_[size_t(e)]);
     const bool used = units_[size_t(current_layer_ * n_expert_ + e)].last_use == layer.visits;
@@ -87,7 +104,15 @@ void NextUsePolicy::learn_from_visit() {
     uses_[c] += used;
     total_samples_ += 1;
     total_uses_ += used;
+    if (used) used_experts.push_back(int32_t(e));
+    const int bucket = visit_buckets_[size_t(e)];
+    if (bucket < 0) continue;
+    ranked_samples_[size_t(bucket) * uses_.size() + c] += 1;
+    ranked_uses_[size_t(bucket) * uses_.size() + c] += used;
   }
+  if (!successors_) return;
+  successors_->observe(current_layer_, used_experts, followed_[size_t(current_layer_)]);
+  followed_[size_t(current_layer_)] = 1;
 }
 
 void NextUsePolicy::on_layer(int layer, bool prefill) {
@@ -96,10 +121,17 @@ void NextUsePolicy::on_layer(int layer, bool prefill) {
   current_layer_ = layer;
   counting_ = !prefill;
   in_prefill_ = prefill;
-  if (prefill) return;
+  if (prefill) {
+    // The next counted visit does not follow the latest one.
+    followed_[size_t(layer)] = 0;
+    if (successors_) successors_->invalidate(layer);
+    return;
+  }
   Layer& visiting = layers_[size_t(layer)];
-  for (int e = 0; e < n_expert_; ++e)
+  for (int e = 0; e < n_expert_; ++e) {
     visit_cells_[size_t(e)] = cell(uint32_t(layer * n_expert_ + e), visiting.visits + 1);
+    visit_buckets_[size_t(e)] = successors_ ? successors_->bucket(layer, e) : -1;
+  }
   ++visiting.visits;
   visiting.visit_mass = visiting.visit_mass * decay_ + 1;
 }

@@ -11,7 +11,9 @@
 
 namespace strata {
 
-std::vector<std::string_view> policy_names() { return {"lru", "lfu", "arc", "lrfu", "nextuse"}; }
+std::vector<std::string_view> policy_names() {
+  return {"lru", "lfu", "arc", "lrfu", "nextuse", "successor"};
+}
 
 Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
                                                        const PolicyShape& shape) {
@@ -27,7 +29,10 @@ Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
   if (name == "arc") policy = std::make_unique<ArcPolicy>(shape.capacity);
   if (name == "lrfu")
     policy = std::make_unique<LrfuPolicy>(LrfuPolicy::kHalfLifePerSlot * double(shape.capacity));
-  if (name == "nextuse") policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert);
+  if (name == "nextuse")
+    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert, false);
+  if (name == "successor")
+    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert, true);
   if (!policy)
     return Status::errorf("unknown replacement policy '{}' (known: {})", name,
                           fmt::join(policy_names(), ", "));

@@ -28,7 +28,7 @@ namespace strata {
 
 struct StreamingStoreOptions {
   uint64_t arena_bytes = 0;
-  std::string policy = "lrfu";
+  std::string policy = "successor";
   int io_threads = 2;
   IoBackend backend = IoBackend::kPread;
 };

@@ -1,0 +1,71 @@
+#include "experts/next_use_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace strata {
+namespace {
+
+constexpr int kExperts = 4;
+
+// Two layers, the units of layer 0 resident. Each visit of layer 0 uses expert x (0 or 1, at
+// random) and expert 2 + (the previous visit's x): the history of experts 2 and 3 says nothing
+// of which comes next, the experts of the visit before say it all. Counts, over the visits
+// after the first `warm_up`, how often the policy chose the one of 2 and 3 not needed next as
+// the victim, and sums the use probability it gave the one needed.
+struct Outcome {
+  int right_victims = 0;
+  double needed_probability = 0;
+};
+
+Outcome replay(NextUsePolicy& policy, int warm_up, int n_visits) {
+  for (int e = 0; e < kExperts; ++e) policy.on_insert(uint32_t(e), /*scan=*/true);
+  std::mt19937 rng(7);
+  int previous = 0;
+  Outcome outcome;
+  for (int v = 0; v < n_visits; ++v) {
+    const int x = int(rng() % 2);
+    if (v >= warm_up) {
+      const uint32_t needed = uint32_t(2 + previous);
+      outcome.right_victims += *policy.victim([](uint32_t u) { return u >= 2; }) != needed;
+      outcome.needed_probability += policy.use_probability(needed);
+    }
+    policy.on_layer(0, false);
+    policy.on_access(uint32_t(x));
+    policy.on_access(uint32_t(2 + previous));
+    policy.on_layer(1, false);  // learns from layer 0's visit
+    previous = x;
+  }
+  return outcome;
+}
+
+TEST(NextUsePolicy, SuccessorRanksTellWhichExpertFollows) {
+  NextUsePolicy policy(2, kExperts, /*successors=*/true);
+  const Outcome outcome = replay(policy, 300, 500);
+  EXPECT_GE(outcome.right_victims, 190);
+  EXPECT_GT(outcome.needed_probability / 200, 0.8);
+}
+
+TEST(NextUsePolicy, WithoutSuccessorRanksTheHistoryAloneCannotTell) {
+  NextUsePolicy policy(2, kExperts, /*successors=*/false);
+  const Outcome outcome = replay(policy, 300, 500);
+  EXPECT_LE(outcome.right_victims, 140);
+  EXPECT_NEAR(outcome.needed_probability / 200, 0.5, 0.1);
+}
+
+TEST(NextUsePolicy, APromptChunkBreaksTheSuccession) {
+  NextUsePolicy policy(2, kExperts, /*successors=*/true);
+  replay(policy, 500, 500);
+  EXPECT_GT(std::max(policy.use_probability(2), policy.use_probability(3)), 0.8);
+  policy.on_layer(0, /*prefill=*/true);
+  policy.on_layer(1, false);
+  // The next visit does not follow a token's visit: back to the history alone, which cannot
+  // tell expert 2 from 3.
+  EXPECT_NEAR(policy.use_probability(2), 0.5, 0.2);
+  EXPECT_NEAR(policy.use_probability(3), 0.5, 0.2);
+}
+
+}  // namespace
+}  // namespace strata
