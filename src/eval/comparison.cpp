@@ -47,7 +47,14 @@ Result<RunRecord> read_run_record(const std::string& path) {
 }
 
 bool same_reference(const RunRecord& a, const RunRecord& b) {
-  return a.json.value("reference", nlohmann::json()) == b.json.value("reference", nlohmann::json());
+  // Where a reference's rows were read from does not change them: a model's rows and the same
+  // rows stored by --save-ref are one reference.
+  auto rows_source = [](const RunRecord& r) {
+    nlohmann::json reference = r.json.value("reference", nlohmann::json());
+    if (reference.is_object()) reference.erase("logits_dir");
+    return reference;
+  };
+  return rows_source(a) == rows_source(b);
 }
 
 Result<std::vector<ComparisonGroup>> compare_runs(const RunRecord& a, const RunRecord& b,

@@ -68,6 +68,12 @@ TEST(RunTable, PriceCurveHasALinePerBudget) {
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
 }
 
+TEST(RunTable, AReferenceAndItsStoredRowsAreOneReference) {
+  RunRecord stored = record("b.json", 0.25, 0, 0, 1, 1);
+  stored.json["reference"]["logits_dir"] = "/tmp/ref";
+  EXPECT_TRUE(table_rows({record("a.json", 0.25, 0, 0, 1, 1), stored}).ok());
+}
+
 TEST(RunTable, RefusesRecordsOfAnotherSuiteOrReference) {
   RunRecord other_suite = record("b.json", 0.25, 0, 0, 1, 1);
   other_suite.json["suite"]["sha256"] = "def";
