@@ -7,13 +7,15 @@
 #
 # Traces: one document per domain of the evaluation text (teacher-forced, the model's trained
 # context of 1024 tokens each), and two generations (200-token prompt, 800 tokens sampled at
-# temperature 0.8, seed 1). The "tuning" set chose LRFU's half-life; "heldout" is reported,
+# temperature 0.8, seed 1). The "tuning" set chose the policies' constants (LRFU's half-life,
+# next-use's and successor's features: src/experts/next_use_policy.h); "heldout" is reported,
 # token by token; "generation-as-arena" replays the generations' prompts as the arena's
 # prefill does. Traces are deterministic (same bytes for any thread count or prefill chunk)
 # and are written to a temporary directory; the reports go to OUTPUT_DIR.
 #
 # arena_check.md: `strata run` with the streaming arena (read-ahead off, three memory budgets,
 # each policy) against cachesim on the trace of the same tokens, at the arena's slot count.
+# heldout-readahead.md: the held-out traces with read-ahead replayed from their predictions.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 strata=$(realpath "${1:-$root/build/strata}")
@@ -63,15 +65,23 @@ teacher_forced heldout math gsm8k-13
 generation heldout prose en_prose botchan-13
 generation heldout code code c-crash_core.c-0
 
+# Read-ahead replayed from the predictions the traces carry: hits + read-ahead hits (an upper
+# bound on the arena's timely ones: the simulator has no clock).
+traces=()
+for trace in "$work"/heldout-*.trace; do traces+=(--trace "$trace"); done
+(cd "$work" && "$strata" cachesim "${traces[@]/#$work\//}" --sizes 10%,25%,50% \
+  --policies lrfu,nextuse,successor,min --readahead 8 --out "$out/heldout-readahead.md" \
+  --json "$out/heldout-readahead.json")
+
 for set in tuning heldout; do
   traces=()
   for trace in "$work/$set"-*.trace; do traces+=(--trace "$trace"); done
   (cd "$work" && "$strata" cachesim "${traces[@]/#$work\//}" --sizes 5%,10%,25%,50%,75% \
-    --policies lru,lfu,arc,lrfu,min --out "$out/$set.md" --json "$out/$set.json" \
+    --policies lru,lfu,arc,lrfu,nextuse,successor,min --out "$out/$set.md" --json "$out/$set.json" \
     --plot "$out/$set.svg")
 done
 (cd "$work" && "$strata" cachesim --trace heldout-gen-code.trace --trace heldout-gen-prose.trace \
-  --sizes 5%,10%,25%,50%,75% --policies lru,lfu,arc,lrfu,min --prefill-chunk 256 --scan-prompt \
+  --sizes 5%,10%,25%,50%,75% --policies lru,lfu,arc,lrfu,nextuse,successor,min --prefill-chunk 256 --scan-prompt \
   --out "$out/generation-as-arena.md" --json "$out/generation-as-arena.json" \
   --plot "$out/generation-as-arena.svg")
 
@@ -90,7 +100,7 @@ head -c 900 "$work/code-c-crash_core.c-0.txt" >"$work/arena-prompt.txt"
   echo "| budget | policy | slots | arena prefill | sim prefill | arena decode | sim decode |"
   echo "|---|---|---:|---:|---:|---:|---:|"
   for budget in 96M 100M 104M; do
-    for policy in lru lfu arc lrfu; do
+    for policy in lru lfu arc lrfu nextuse successor; do
       "$strata" run -m "$model" --mem "$budget" --cache-policy "$policy" --readahead 0 \
         -f "$work/arena-prompt.txt" -n 300 --temp 0.8 --seed 1 --stats "$work/stats.json" \
         >/dev/null 2>&1
