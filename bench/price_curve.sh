@@ -11,6 +11,7 @@
 #                        quantize`) to every format whose blocks fit their rows, and the
 #                        shipped Q4_0 model, scored in batches against the Q8_0 model;
 #                        quant-refused.md lists the formats that do not fit, and why
+#   moce-compare.md      --moce 0.5 against 0.85 at a 25 % arena, paired bootstrap per domain
 #   exact.md             the exact decode path against its own batch reference (KLD must be 0)
 #   ppl.md               the Q8_0 model's perplexity per domain on 512-token windows, to set
 #                        beside the held-out figures of ../shared/models/README.md
@@ -49,6 +50,8 @@ for arena in 100% 50% 25%; do
 done
 "$strata" eval table "${moce_records[@]}" -o "$out/moce.json" --md "$out/moce.md" \
   --curve "$out/moce.svg" >/dev/null
+"$strata" eval compare "$out/records/moce-arena25-b0.5.json" "$out/records/moce-arena25-b0.85.json" \
+  --md "$out/moce-compare.md" >/dev/null
 rm -rf "$work/ref-q4"
 
 echo "== reference: the Q8_0 model" >&2

@@ -53,9 +53,13 @@ TEST(RunTable, RowsCarryTheRecordsNumbersAndTheirBudget) {
   EXPECT_DOUBLE_EQ(b.hit_rate, 1.0);  // no claims: every expert resident
   EXPECT_DOUBLE_EQ(b.moce_bonus, 0.5);
   EXPECT_DOUBLE_EQ(b.kld_hi, 0.02);
-  const std::string md = table_markdown(rows.value());
+  std::string md = table_markdown(rows.value());
   EXPECT_NE(md.find("| m.gguf | --arena 25% | 0 | 0 (0–0) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 30.0 % | 0.020 | 500 |"), std::string::npos) << md;
+  RunRecord batch = record("c.json", 0, 0, 0.01, 0, 0);
+  batch.json["candidate_stats"]["decode_tokens"] = 0;
+  md = table_markdown(table_rows({batch}).value());
+  EXPECT_NE(md.find("| 11.000 | – | – | – |"), std::string::npos) << md;
 }
 
 TEST(RunTable, PriceCurveHasALinePerBudget) {
