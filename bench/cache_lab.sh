@@ -15,7 +15,8 @@
 #
 # arena_check.md: `strata run` with the streaming arena (read-ahead off, three memory budgets,
 # each policy) against cachesim on the trace of the same tokens, at the arena's slot count.
-# heldout-readahead.md: the held-out traces with read-ahead replayed from their predictions.
+# heldout-readahead.md: the held-out traces with read-ahead replayed from their predictions;
+# arena_readahead.md: the real arena's read-ahead, timely and late, on the held-out documents.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 strata=$(realpath "${1:-$root/build/strata}")
@@ -126,4 +127,50 @@ PY
     done
   done
 } >"$out/arena_check.md"
-echo "wrote $out/{tuning,heldout,generation-as-arena}.{md,json,svg} and $out/arena_check.md"
+
+# arena_readahead.md: the real arena at a 25 % share on the held-out documents, token by token
+# in decode steps (`strata eval run`, one window per document: its first 1024 tokens, each
+# document from an empty arena as cachesim replays it), with read-ahead off and at the top-8:
+# plain hits, and hits + read-aheads that arrived in time, against MIN on the same traces.
+for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
+  json:live_multiple_220-94-2 math:gsm8k-13; do
+  domain=${doc%%:*}
+  python3 - "$eval_dir" "$model" "$domain" "${doc#*:}" >"$work/suite-$domain.json" <<'PY'
+import json, sys
+eval_dir, model, domain, document = sys.argv[1:]
+window = {"id": domain + "-000", "domain": domain, "document": document,
+          "source": domain + ".jsonl", "source_sha256": "", "start": 0, "prompt": 1,
+          "scored": 1023, "tokens_fnv1a64": ""}
+print(json.dumps({"format": "strata-eval-suite", "version": 1, "eval_dir": eval_dir,
+                  "tokenizer": {"path": model, "n_tokens": 16384}, "seed": 0,
+                  "windows_per_domain": 1, "prompt": 1, "scored": 1023, "windows": [window]}))
+PY
+  for readahead in 0 8; do
+    "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" --arena 25% \
+      --readahead "$readahead" -o "$work/arena-ra$readahead-$domain.json" >/dev/null 2>&1
+  done
+done
+python3 - "$work" "$out/heldout.json" >"$out/arena_readahead.md" <<'PY'
+import glob, json, sys
+work, heldout = sys.argv[1:]
+print("# The arena's read-ahead against MIN\n")
+print("Decode steps over the first 1024 tokens of each held-out document, `--arena 25%`, policy")
+print("successor; shares of all expert claims.\n")
+print("| read-ahead | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
+print("|---:|---:|---:|---:|---:|---:|")
+for readahead in (0, 8):
+    total = dict(hits=0, readahead_hits=0, late_readaheads=0, misses=0)
+    for path in glob.glob(f"{work}/arena-ra{readahead}-*.json"):
+        experts = json.load(open(path))["candidate_stats"]["decode_experts"]
+        for key in total: total[key] += experts[key]
+    n = sum(total.values())
+    share = {k: 100 * v / n for k, v in total.items()}
+    print(f"| {readahead} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
+          f"{share['hits'] + share['readahead_hits']:.1f} % | {share['late_readaheads']:.1f} % | "
+          f"{share['misses']:.1f} % |")
+results = json.load(open(heldout))["results"]
+best = next(r for r in results if r["policy"] == "min" and r["size"] == "25%")
+print(f"\nBelady's MIN on the held-out traces at 25 %: {100 * best['all']['hit_rate']:.1f} % "
+      "(no read-ahead; its traces include the two generations).")
+PY
+echo "wrote $out/{tuning,heldout,generation-as-arena}.{md,json,svg}, heldout-readahead.md, arena_check.md and arena_readahead.md"

@@ -28,7 +28,8 @@ struct TableRow {
   double ppl_ref = 0, ppl_cand = 0;
   int64_t decode_tokens = 0;
   double decode_tokens_per_s = 0;
-  double hit_rate = 0;      // of expert claims in decode steps; 1 for a resident model
+  double hit_rate = 0;      // hits + timely read-ahead hits per expert claim in decode steps (a
+                            // late read-ahead is not one); 1 for a resident model
   double mb_per_token = 0;  // expert bytes read per decoded token
 };
 

@@ -9,33 +9,36 @@ RunRecord record(const std::string& path, double arena_share, double moce, doubl
                  uint64_t hits, uint64_t misses) {
   RunRecord r;
   r.path = path;
-  r.json = {
-      {"tool", "strata eval"},
-      {"suite", {{"sha256", "abc"}}},
-      {"reference", {{"model", {{"path", "ref.gguf"}}}}},
-      {"candidate",
-       {{"model", {{"path", "/models/m.gguf"}, {"sha256", "x"}}},
-        {"mode", "decode"},
-        {"memory_budget_bytes", 0},
-        {"arena_share", arena_share},
-        {"moce_bonus", moce},
-        {"moce_protect", 3}}},
-      {"candidate_stats",
-       {{"decode_tokens", 100},
-        {"decode_tokens_per_s", 500.0},
-        {"decode_experts",
-         {{"hits", hits}, {"readahead_hits", 0}, {"misses", misses}, {"bytes_read", 2000000}}}}},
-      {"groups",
-       {{{"name", "code"}},
-        {{"name", "all"},
-         {"positions", 100},
-         {"kld_mean", kld},
-         {"kld_mean_ci", {kld / 2, kld * 2}},
-         {"kld_p99", kld * 10},
-         {"top1_agreement", 0.9},
-         {"top1_ci", {0.85, 0.95}},
-         {"ppl_ref", 10.0},
-         {"ppl_cand", 11.0}}}}};
+  r.json = {{"tool", "strata eval"},
+            {"suite", {{"sha256", "abc"}}},
+            {"reference", {{"model", {{"path", "ref.gguf"}}}}},
+            {"candidate",
+             {{"model", {{"path", "/models/m.gguf"}, {"sha256", "x"}}},
+              {"mode", "decode"},
+              {"memory_budget_bytes", 0},
+              {"arena_share", arena_share},
+              {"moce_bonus", moce},
+              {"moce_protect", 3}}},
+            {"candidate_stats",
+             {{"decode_tokens", 100},
+              {"decode_tokens_per_s", 500.0},
+              {"decode_experts",
+               {{"hits", hits},
+                {"readahead_hits", 0},
+                {"late_readaheads", 0},
+                {"misses", misses},
+                {"bytes_read", 2000000}}}}},
+            {"groups",
+             {{{"name", "code"}},
+              {{"name", "all"},
+               {"positions", 100},
+               {"kld_mean", kld},
+               {"kld_mean_ci", {kld / 2, kld * 2}},
+               {"kld_p99", kld * 10},
+               {"top1_agreement", 0.9},
+               {"top1_ci", {0.85, 0.95}},
+               {"ppl_ref", 10.0},
+               {"ppl_cand", 11.0}}}}};
   return r;
 }
 
@@ -47,6 +50,9 @@ TEST(RunTable, RowsCarryTheRecordsNumbersAndTheirBudget) {
   EXPECT_EQ(a.budget, "--arena 25%");
   EXPECT_EQ(a.model, "m.gguf");
   EXPECT_DOUBLE_EQ(a.hit_rate, 0.3);
+  RunRecord late = record("l.json", 0.25, 0, 0, 30, 50);
+  late.json["candidate_stats"]["decode_experts"]["late_readaheads"] = 20;
+  EXPECT_DOUBLE_EQ(table_rows({late}).value()[0].hit_rate, 0.3);  // late is not a hit
   EXPECT_DOUBLE_EQ(a.mb_per_token, 0.02);
   const TableRow& b = rows.value()[1];
   EXPECT_EQ(b.budget, "resident");
