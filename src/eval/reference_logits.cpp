@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/atomic_file.h"
 #include "base/check.h"
 
 namespace strata::eval {
@@ -25,25 +26,6 @@ static_assert(std::endian::native == std::endian::little);
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
-}
-
-// Written to a temporary name and renamed, so a file is complete or absent.
-Status write_atomically(const std::string& path, const void* data, size_t size) {
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (!file) return Status::errorf("{}: cannot create: {}", path, std::strerror(errno));
-  const bool written = std::fwrite(data, 1, size, file) == size;
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(temporary.c_str());
-    return Status::errorf("{}: cannot write: {}", path, std::strerror(error));
-  }
-  return Status();
-}
-
-Status write_text(const std::string& path, const std::string& text) {
-  return write_atomically(path, text.data(), text.size());
 }
 
 Result<std::string> read_bytes(const std::string& path) {
@@ -94,8 +76,8 @@ Status write_window_tokens(const std::string& dir, const Suite& suite,
   fs::create_directories(dir, error);
   if (error) return Status::errorf("{}: cannot create: {}", dir, error.message());
   for (size_t i = 0; i < suite.windows.size(); ++i)
-    STRATA_RETURN_IF_ERROR(write_text(path_in(dir, suite.windows[i].id + ".tokens.json"),
-                                      tokens_json(fed_tokens(tokens[i]))));
+    STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir, suite.windows[i].id + ".tokens.json"),
+                                                 tokens_json(fed_tokens(tokens[i]))));
   return Status();
 }
 
@@ -189,11 +171,12 @@ Status ReferenceWriter::write(const SuiteWindow& window, std::span<const int32_t
                               std::span<const float> full_rows) {
   STRATA_CHECK_EQ(int64_t(window_tokens.size()), window.length());
   STRATA_CHECK_EQ(full_rows.size(), size_t(window.scored * n_vocab_));
-  STRATA_RETURN_IF_ERROR(write_text(path_in(dir_, window.id + ".tokens.json"),
-                                    tokens_json(fed_tokens(window_tokens))));
+  STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir_, window.id + ".tokens.json"),
+                                               tokens_json(fed_tokens(window_tokens))));
   if (top_k_ == 0) {
-    STRATA_RETURN_IF_ERROR(write_atomically(path_in(dir_, window.id + ".logits.bin"),
-                                            full_rows.data(), full_rows.size_bytes()));
+    STRATA_RETURN_IF_ERROR(write_file_atomically(
+        path_in(dir_, window.id + ".logits.bin"),
+        {reinterpret_cast<const uint8_t*>(full_rows.data()), full_rows.size_bytes()}));
   } else {
     std::string bytes;
     for (int64_t j = 0; j < window.scored; ++j) {
@@ -206,8 +189,7 @@ Status ReferenceWriter::write(const SuiteWindow& window, std::span<const int32_t
         bytes.append(reinterpret_cast<const char*>(&row.log_probs[size_t(i)]), 4);
       }
     }
-    STRATA_RETURN_IF_ERROR(
-        write_atomically(path_in(dir_, window.id + ".topk.bin"), bytes.data(), bytes.size()));
+    STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir_, window.id + ".topk.bin"), bytes));
   }
   windows_.push_back(
       {{"id", window.id}, {"tokens_fnv1a64", window.tokens_fnv1a64}, {"scored", window.scored}});
@@ -218,7 +200,7 @@ Status ReferenceWriter::finish() const {
   const nlohmann::json manifest = {{"format", kFormat},         {"version", kVersion},
                                    {"n_vocab", n_vocab_},       {"top_k", top_k_},
                                    {"reference", description_}, {"windows", windows_}};
-  return write_text(path_in(dir_, kManifest), manifest.dump(1) + "\n");
+  return write_file_atomically(path_in(dir_, kManifest), manifest.dump(1) + "\n");
 }
 
 }  // namespace strata::eval

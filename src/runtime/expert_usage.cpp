@@ -1,12 +1,12 @@
 #include "runtime/expert_usage.h"
 
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <numeric>
+
+#include "base/atomic_file.h"
 
 namespace strata {
 
@@ -49,17 +49,7 @@ Status ExpertUsage::save(const std::string& path) const {
                                {"n_layer", n_layer_},
                                {"n_expert", n_expert_},
                                {"counts", counts}};
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temporary);
-    out << json.dump() << "\n";
-    if (!out) return Status::errorf("{}: cannot write", temporary);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status::errorf("{}: cannot write", path);
-  }
-  return Status();
+  return write_file_atomically(path, json.dump() + "\n");
 }
 
 void ExpertUsage::merge(const ExpertUsage& other) {

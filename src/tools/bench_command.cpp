@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
+#include "base/atomic_file.h"
 #include "tools/command.h"
-#include "tools/output_file.h"
 
 namespace strata::tools {
 

@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/svg_chart.h"
 #include "experts/cache_simulator.h"
 #include "experts/replacement_policy.h"
 #include "tools/command.h"
-#include "tools/output_file.h"
 
 namespace strata::tools {
 namespace {
@@ -110,10 +110,9 @@ Result<Study> run_study(const CachesimFlags& flags) {
     for (const std::string& policy : study.policies) {
       auto& by_trace = by_policy.emplace_back();
       for (const ExpertTrace& trace : study.traces) {
-        STRATA_ASSIGN_OR_RETURN(
-            CacheRun run,
-            replay(trace, policy,
-                   {size.capacity, flags.scan_prompt, flags.prefill_chunk, flags.readahead}));
+        STRATA_ASSIGN_OR_RETURN(CacheRun run, replay(trace, policy,
+                                                     {size.capacity, flags.scan_prompt,
+                                                      flags.prefill_chunk, flags.readahead}));
         by_trace.push_back(run);
       }
     }
@@ -289,10 +288,6 @@ std::string plot(const Study& s) {
   return render_line_chart_svg(chart);
 }
 
-Status write_text(const std::string& path, const std::string& text) {
-  return write_file_atomically(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
-}
-
 int cachesim(const CachesimFlags& flags) {
   const auto study = run_study(flags);
   if (!study.ok()) return report_failure(study.status());
@@ -304,7 +299,7 @@ int cachesim(const CachesimFlags& flags) {
                   flags.json_path.empty() ? "" : json_report(study.value(), flags)},
         std::pair{flags.plot_path, flags.plot_path.empty() ? "" : plot(study.value())}}) {
     if (path.empty()) continue;
-    const Status written = write_text(path, text);
+    const Status written = write_file_atomically(path, text);
     if (!written.ok()) return report_failure(written);
   }
   return 0;

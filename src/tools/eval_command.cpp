@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/atomic_file.h"
 #include "eval/comparison.h"
 #include "eval/reference_logits.h"
 #include "eval/report.h"
@@ -26,7 +27,6 @@
 #include "eval/scoring.h"
 #include "eval/suite.h"
 #include "tools/command.h"
-#include "tools/output_file.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -53,7 +53,7 @@ struct RunFlags {
 
 Status write_text(const std::string& path, const std::string& text) {
   if (path.empty()) return Status();
-  return write_file_atomically(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  return write_file_atomically(path, text);
 }
 
 void print_line(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }

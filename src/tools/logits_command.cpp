@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/atomic_file.h"
 #include "tools/command.h"
-#include "tools/output_file.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "tools/command.h"
-#include "tools/output_file.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -56,7 +56,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
       {"steps", steps},
   };
   const std::string text = json.dump(2) + "\n";
-  return write_file_atomically(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  return write_file_atomically(path, text);
 }
 
 int run(RunFlags flags) {

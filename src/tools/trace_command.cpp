@@ -15,9 +15,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/atomic_file.h"
 #include "experts/expert_trace.h"
 #include "tools/command.h"
-#include "tools/output_file.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {

@@ -1,4 +1,4 @@
-#include "tools/output_file.h"
+#include "base/atomic_file.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-namespace strata::tools {
+namespace strata {
 
 Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
   const std::string temporary = path + ".tmp-" + std::to_string(getpid());
@@ -23,4 +23,9 @@ Status write_file_atomically(const std::string& path, std::span<const uint8_t> b
   return Status();
 }
 
-}  // namespace strata::tools
+Status write_file_atomically(const std::string& path, std::string_view contents) {
+  return write_file_atomically(
+      path, std::span(reinterpret_cast<const uint8_t*>(contents.data()), contents.size()));
+}
+
+}  // namespace strata
