@@ -86,6 +86,9 @@ struct SessionStats {
   std::vector<Step> steps;
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;
+  // The expert counters summed over the decode steps only (a prompt's prefill streams very
+  // differently from decoding, so hit rates are reported for decoding).
+  ExpertCounters decode_experts() const;
 };
 
 struct ChatMessage {

@@ -98,18 +98,7 @@ CandidateStats candidate_stats(const Session& session) {
   out.prefill_ms = stats.prefill_ms;
   out.decode_tokens = stats.decode_tokens;
   out.decode_ms = stats.decode_ms;
-  for (const SessionStats::Step& step : stats.steps) {
-    if (step.prefill) continue;
-    ExpertCounters& e = out.decode_experts;
-    e.hits += step.experts.hits;
-    e.readahead_hits += step.experts.readahead_hits;
-    e.late_readaheads += step.experts.late_readaheads;
-    e.misses += step.experts.misses;
-    e.readaheads_issued += step.experts.readaheads_issued;
-    e.readaheads_wasted += step.experts.readaheads_wasted;
-    e.bytes_read += step.experts.bytes_read;
-    e.host_wait_ms += step.experts.host_wait_ms;
-  }
+  out.decode_experts = stats.decode_experts();
   out.description = session.describe();
   return out;
 }

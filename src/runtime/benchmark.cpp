@@ -160,17 +160,7 @@ Result<Run> run_once(Session& session, const std::vector<int32_t>& prompt, int64
   run.decode_ms_per_token =
       stats.decode_tokens ? stats.decode_ms / double(stats.decode_tokens) : 0.0;
   run.decode_tokens = stats.decode_tokens;
-  for (const auto& step : stats.steps) {
-    if (step.prefill) continue;
-    run.decode.hits += step.experts.hits;
-    run.decode.readahead_hits += step.experts.readahead_hits;
-    run.decode.late_readaheads += step.experts.late_readaheads;
-    run.decode.misses += step.experts.misses;
-    run.decode.readaheads_issued += step.experts.readaheads_issued;
-    run.decode.readaheads_wasted += step.experts.readaheads_wasted;
-    run.decode.bytes_read += step.experts.bytes_read;
-    run.decode.host_wait_ms += step.experts.host_wait_ms;
-  }
+  run.decode = stats.decode_experts();
   return run;
 }
 

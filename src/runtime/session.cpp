@@ -30,6 +30,22 @@ double SessionStats::decode_tokens_per_s() const {
   return decode_ms > 0 ? double(decode_tokens) / (decode_ms / 1000.0) : 0.0;
 }
 
+ExpertCounters SessionStats::decode_experts() const {
+  ExpertCounters sum;
+  for (const Step& step : steps) {
+    if (step.prefill) continue;
+    sum.hits += step.experts.hits;
+    sum.readahead_hits += step.experts.readahead_hits;
+    sum.late_readaheads += step.experts.late_readaheads;
+    sum.misses += step.experts.misses;
+    sum.readaheads_issued += step.experts.readaheads_issued;
+    sum.readaheads_wasted += step.experts.readaheads_wasted;
+    sum.bytes_read += step.experts.bytes_read;
+    sum.host_wait_ms += step.experts.host_wait_ms;
+  }
+  return sum;
+}
+
 double ExpertCounters::hit_rate() const {
   const uint64_t claims = hits + readahead_hits + late_readaheads + misses;
   return claims ? double(hits + readahead_hits) / double(claims) : 0.0;
@@ -312,8 +328,8 @@ void Session::set_prediction_callback(PredictionCallback callback) {
     return;
   }
   impl_->transformer->set_prediction_observer(
-      [impl = impl_.get(), callback = std::move(callback)](
-          int layer, int64_t index, std::span<const int32_t> experts) {
+      [impl = impl_.get(), callback = std::move(callback)](int layer, int64_t index,
+                                                           std::span<const int32_t> experts) {
         callback(layer, impl->batch_start + index, experts);
       },
       int(impl_->model().config().n_expert_used));
