@@ -64,6 +64,16 @@ int NextUsePolicy::cell(uint32_t unit, int64_t visit) const {
   return gap * n_frequency_ + frequency;
 }
 
+int NextUsePolicy::next_visit_cell(uint32_t unit) const {
+  const Unit& u = units_[unit];
+  const int64_t visits = layers_[unit / uint32_t(n_expert_)].visits;
+  if (u.cell_visit != visits) {
+    u.cell = cell(unit, visits + 1);
+    u.cell_visit = visits;
+  }
+  return u.cell;
+}
+
 double NextUsePolicy::rate(int cell) const {
   const double overall = (total_uses_ + 1) / (total_samples_ + 2);
   return (uses_[size_t(cell)] + kPriorSamples * overall) / (samples_[size_t(cell)] + kPriorSamples);
@@ -77,7 +87,7 @@ double NextUsePolicy::ranked_rate(int bucket, int cell) const {
 double NextUsePolicy::use_probability(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
   const int layer = int(unit / uint32_t(n_expert_));
-  const int c = cell(unit, layers_[size_t(layer)].visits + 1);
+  const int c = next_visit_cell(unit);
   // The ranks come from the layer's latest visit: while it runs, they are not yet about the
   // next one.
   const bool ranked = successors_ && !(counting_ && layer == current_layer_);
@@ -144,6 +154,7 @@ void NextUsePolicy::count_use(uint32_t unit) {
   u.weight = u.weight * std::pow(decay_, double(layer.visits - u.weight_visit)) + 1;
   u.weight_visit = layer.visits;
   u.last_use = layer.visits;
+  u.cell_visit = -1;
 }
 
 void NextUsePolicy::on_insert(uint32_t unit, bool scan) {

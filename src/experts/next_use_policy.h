@@ -96,6 +96,11 @@ class NextUsePolicy final : public ReplacementPolicy {
     int64_t last_use = -1;        // its layer's visit count at its last use; -1: never
     uint64_t last_touch = 0;      // tick_ at the last insert or access: the tie-break
     int32_t resident_index = -1;  // into resident_; -1: not resident
+    // cell() at its layer's visit number cell_visit + 1; victim() asks for it for every
+    // resident unit at every miss, and it changes only with the unit's uses and its layer's
+    // visits. -1: not computed since the unit was last used.
+    mutable int64_t cell_visit = -1;
+    mutable int cell = 0;
   };
   struct Layer {
     int64_t visits = 0;     // counted visits so far (the current one included)
@@ -106,6 +111,8 @@ class NextUsePolicy final : public ReplacementPolicy {
   Unit& unit_at(uint32_t unit);
   // The table cell of `unit` at its layer's visit number `visit` (after the current one).
   int cell(uint32_t unit, int64_t visit) const;
+  // cell(unit, visits + 1) for the unit's layer, from the unit's cache when it is current.
+  int next_visit_cell(uint32_t unit) const;
   double rate(int cell) const;
   // With successor ranks: the rate of (rank bucket, cell), pulled towards rate(cell).
   double ranked_rate(int bucket, int cell) const;

@@ -77,19 +77,34 @@ void StreamingExpertStore::free_slot(int size_class, int index) {
 int StreamingExpertStore::take_slot(int size_class, bool for_prefetch) {
   auto& free = free_slots_[size_t(size_class)];
   if (!free.empty()) {
-    const int index = free.back();
-    free.pop_back();
-    collect(size_class, index, /*block=*/true);  // a dropped read still running
+    // A free slot whose dropped read is still running would make us wait for bytes nobody
+    // needs: take the most recently freed idle one, and wait only if every free slot is busy.
+    auto pick = free.end() - 1;
+    for (auto it = free.rbegin(); it != free.rend(); ++it) {
+      Slot& s = slot(size_class, *it);
+      if (!s.reading || engine_->finished(s.ticket)) {
+        pick = std::prev(it.base());
+        break;
+      }
+    }
+    const int index = *pick;
+    free.erase(pick);
+    collect(size_class, index, /*block=*/true);
     return index;
   }
   auto& slots = slots_[size_t(size_class)];
   if (!for_prefetch) {
-    // Demand beats speculation: drop the least confident prediction.
+    // Demand beats speculation: drop the least confident prediction (ties: the larger unit
+    // id, so that the choice does not depend on where I/O timing put the units).
     int chosen = -1;
-    for (int i = 0; i < int(slots.size()); ++i)
-      if (slots[size_t(i)].speculative && !slots[size_t(i)].pinned &&
-          (chosen < 0 || slots[size_t(i)].prefetch_rank > slots[size_t(chosen)].prefetch_rank))
+    for (int i = 0; i < int(slots.size()); ++i) {
+      const Slot& s = slots[size_t(i)];
+      if (!s.speculative || s.pinned) continue;
+      if (chosen < 0 || s.prefetch_rank > slots[size_t(chosen)].prefetch_rank ||
+          (s.prefetch_rank == slots[size_t(chosen)].prefetch_rank &&
+           s.unit > slots[size_t(chosen)].unit))
         chosen = i;
+    }
     if (chosen >= 0) {
       slot_of_unit_[size_t(slots[size_t(chosen)].unit)] = -1;
       ++stats_.readaheads_wasted;
