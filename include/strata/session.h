@@ -33,7 +33,8 @@ struct SessionOptions {
   bool teacher_forced = false;             // the plan keeps room for the logits of every batch row
   std::string cache_policy = "successor";  // best measured: experts/next_use_policy.h
   int io_threads = 2;
-  std::string io_backend = "pread";  // or "uring"
+  // "auto": io_uring where the kernel allows it, else pread; or "pread", "uring".
+  std::string io_backend = "auto";
   int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k
   // Cache-aware routing: +moce_bonus on the router logits of resident experts, the top
   // moce_protect picks always exact. 0: exact routing.

@@ -7,11 +7,35 @@
 
 namespace strata {
 
+Result<IoBackend> parse_io_backend(std::string_view name) {
+  if (name == "auto") return IoBackend::kAuto;
+  if (name == "pread") return IoBackend::kPread;
+  if (name == "uring") return IoBackend::kUring;
+  return Status::errorf("unknown I/O backend '{}' (auto, pread or uring)", name);
+}
+
+std::string_view io_backend_name(IoBackend backend) {
+  switch (backend) {
+    case IoBackend::kAuto:
+      return "auto";
+    case IoBackend::kPread:
+      return "pread";
+    case IoBackend::kUring:
+      return "uring";
+  }
+  return "?";
+}
+
 Result<std::unique_ptr<IoEngine>> IoEngine::create(std::shared_ptr<FileReader> reader,
                                                    int n_threads, IoBackend backend) {
   STRATA_CHECK(reader != nullptr);
   STRATA_CHECK(n_threads >= 1);
   switch (backend) {
+    case IoBackend::kAuto: {
+      auto uring = create_uring_io_engine(reader, 2 * n_threads);
+      if (uring.ok()) return uring;
+      return create_pread_io_engine(std::move(reader), n_threads);
+    }
     case IoBackend::kPread:
       return create_pread_io_engine(std::move(reader), n_threads);
     case IoBackend::kUring:

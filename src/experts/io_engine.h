@@ -27,7 +27,10 @@
 //  * kUring: one thread submits and completes reads through io_uring on the reader's
 //    descriptor, all ranges of a request at once, with up to 2 * n_threads requests running.
 //    create() fails where io_uring is unavailable (seccomp, io_uring_disabled) and for readers
-//    without a descriptor (test doubles); callers fall back to kPread.
+//    without a descriptor (test doubles).
+//  * kAuto (the default): kUring where create() can set it up, else kPread. On strata-tiny-moe's
+//    14 KB expert slices io_uring's all-ranges-at-once submission turns late read-aheads into
+//    timely ones (README, "Cache lab"); on large slices the two read at the same speed.
 //
 // Thread-safety: all methods may be called from any thread, concurrently. wait() blocks its
 // caller on a condition variable (no spinning); any number of threads may wait at once, each
@@ -42,12 +45,17 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "experts/file_reader.h"
 
 namespace strata {
 
-enum class IoBackend { kPread, kUring };
+enum class IoBackend { kAuto, kPread, kUring };
+
+// "auto", "pread", "uring"; anything else is an error naming the choices.
+Result<IoBackend> parse_io_backend(std::string_view name);
+std::string_view io_backend_name(IoBackend backend);
 
 struct ReadRange {
   void* destination = nullptr;
@@ -93,6 +101,8 @@ class IoEngine {
 
   virtual IoEngineStats stats() const = 0;
   virtual const FileReader& reader() const = 0;
+  // The backend running the reads: never kAuto.
+  virtual IoBackend backend() const = 0;
 };
 
 }  // namespace strata

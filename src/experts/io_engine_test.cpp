@@ -289,6 +289,32 @@ TEST(UringEngineTest, RefusesReadersWithoutDescriptor) {
             "mem.gguf: the io_uring backend needs a reader with a file descriptor");
 }
 
+TEST(IoBackendTest, AutoFallsBackToPreadWhereUringCannotRun) {
+  const auto reader = std::make_shared<MemoryFileReader>("mem.gguf", std::vector<uint8_t>(100));
+  Result<std::unique_ptr<IoEngine>> engine = IoEngine::create(reader, 1, IoBackend::kAuto);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EXPECT_EQ(engine.value()->backend(), IoBackend::kPread);
+}
+
+TEST(IoBackendTest, AutoPicksUringWhereItRuns) {
+  const TempFile file(::testing::TempDir(), 1 << 20, 7);
+  const std::shared_ptr<FileReader> reader = std::move(open_file_reader(file.path())).value();
+  const bool uring_runs = IoEngine::create(reader, 1, IoBackend::kUring).ok();
+  const auto engine = std::move(IoEngine::create(reader, 1, IoBackend::kAuto)).value();
+  EXPECT_EQ(engine->backend(), uring_runs ? IoBackend::kUring : IoBackend::kPread);
+}
+
+TEST(IoBackendTest, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (IoBackend backend : {IoBackend::kAuto, IoBackend::kPread, IoBackend::kUring}) {
+    Result<IoBackend> parsed = parse_io_backend(io_backend_name(backend));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(parsed.value(), backend);
+  }
+  Result<IoBackend> unknown = parse_io_backend("aio");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "unknown I/O backend 'aio' (auto, pread or uring)");
+}
+
 // Both backends over a real file on disk (O_DIRECT where the file system takes it).
 class IoEngineBackendTest : public ::testing::TestWithParam<IoBackend> {
  protected:

@@ -26,6 +26,8 @@ class PreadIoEngine final : public QueuedIoEngine {
     for (std::thread& thread : threads_) thread.join();
   }
 
+  IoBackend backend() const override { return IoBackend::kPread; }
+
  private:
   void on_submitted() override { work_.notify_one(); }
 

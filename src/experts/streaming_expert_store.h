@@ -30,7 +30,7 @@ struct StreamingStoreOptions {
   uint64_t arena_bytes = 0;
   std::string policy = "successor";
   int io_threads = 2;
-  IoBackend backend = IoBackend::kPread;
+  IoBackend backend = IoBackend::kAuto;
 };
 
 class StreamingExpertStore final : public ExpertStore {
@@ -53,6 +53,7 @@ class StreamingExpertStore final : public ExpertStore {
   ExpertStoreStats stats() const override;
 
   const ExpertArena& arena() const { return *arena_; }
+  IoBackend io_backend() const { return engine_->backend(); }
   // Makes (layer, expert) resident now, in order (warm start); stops when the arena is full.
   Status preload(std::span<const std::pair<int, int32_t>> units);
 

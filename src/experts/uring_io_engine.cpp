@@ -67,6 +67,8 @@ class UringIoEngine final : public QueuedIoEngine {
     return Status();
   }
 
+  IoBackend backend() const override { return IoBackend::kUring; }
+
  private:
   struct Running;
   // One range of a running request; its address is the user_data of the range's reads.

@@ -85,8 +85,7 @@ struct Variant {
 // random offsets. The disk drifts like the memory (1.1-1.8 GB/s within minutes here), so it is
 // probed right before every run.
 Result<double> probe_disk(const Variant& v, const BenchmarkOptions& options) {
-  const IoBackend backend =
-      options.session.io_backend == "uring" ? IoBackend::kUring : IoBackend::kPread;
+  STRATA_ASSIGN_OR_RETURN(const IoBackend backend, parse_io_backend(options.session.io_backend));
   return measure_read_bandwidth(v.reader, options.session.io_threads, backend, 1 << 20,
                                 kDiskProbeSeconds, 1);
 }

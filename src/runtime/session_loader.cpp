@@ -19,12 +19,6 @@
 namespace strata {
 namespace {
 
-Result<IoBackend> parse_backend(const std::string& name) {
-  if (name == "pread") return IoBackend::kPread;
-  if (name == "uring") return IoBackend::kUring;
-  return Status::errorf("unknown I/O backend '{}' (pread or uring)", name);
-}
-
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file));
@@ -85,7 +79,7 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
   store_options.arena_bytes = arena_bytes;
   store_options.policy = options.cache_policy;
   store_options.io_threads = options.io_threads;
-  STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_backend(options.io_backend));
+  STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_io_backend(options.io_backend));
   STRATA_ASSIGN_OR_RETURN(
       auto store, StreamingExpertStore::create(session.model->weights().experts,
                                                int(config.n_expert_used), reader, store_options));
@@ -104,7 +98,8 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
       fmt::format("{:.0f} %",
                   100.0 * arena.total_slots() / double(config.n_layer * config.n_expert)),
       config.n_layer * config.n_expert, options.cache_policy, options.io_threads,
-      options.io_backend, reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here");
+      io_backend_name(store->io_backend()),
+      reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here");
   session.experts = std::move(store);
   return Status();
 }

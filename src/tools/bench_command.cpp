@@ -27,7 +27,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->add_option("--moce", options->session.moce_bonus, "cache-aware routing bonus");
   command->add_option("--readahead", options->session.readahead, "experts predicted per layer");
   command->add_option("--io-threads", options->session.io_threads, "reader threads");
-  command->add_option("--io", options->session.io_backend, "pread or uring");
+  command->add_option("--io", options->session.io_backend, "auto, pread or uring");
   command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
   command->add_option("-o,--out", *out, "write the JSON record here");

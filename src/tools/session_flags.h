@@ -35,7 +35,8 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
                       "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
   command->add_option("--io-threads", options.io_threads, "reader threads")
       ->check(CLI::PositiveNumber);
-  command->add_option("--io", options.io_backend, "I/O backend: pread or uring");
+  command->add_option("--io", options.io_backend,
+                      "I/O backend: auto (io_uring where available, else pread), pread or uring");
   command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy");
   command->add_option("--warm", options.warm_path,
                       "expert usage file: preload its hottest experts, save usage at exit");
