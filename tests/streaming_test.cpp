@@ -108,8 +108,9 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
         << s.io_threads << ", read-ahead " << s.readahead << ", batches of " << s.chunk;
     const auto& stats = run.value().stats;
     EXPECT_GT(stats.misses, 0u);
-    if (s.arena_fraction < 1.0)
+    if (s.arena_fraction < 1.0) {
       EXPECT_GT(stats.bytes_read, resident.model().weights().experts.total_bytes() / 10);
+    }
   }
 }
 
@@ -195,7 +196,9 @@ TEST(StreamingWarmStart, PreloadIsRepeatableAndSavesMisses) {
     std::vector<float> logits;
     EXPECT_TRUE(session.value()->feed_teacher_forced(tokens, logits).ok());
     const uint64_t misses = session.value()->stats().experts.misses;
-    if (save) EXPECT_TRUE(session.value()->save_expert_usage().ok());
+    if (save) {
+      EXPECT_TRUE(session.value()->save_expert_usage().ok());
+    }
     return std::pair{logits, misses};
   };
   const auto cold = run(true);
