@@ -41,6 +41,7 @@ struct StreamingSetup {
   int threads, io_threads, readahead;
   int64_t chunk;
   float moce = 0;
+  int readahead_layers = 1;
 };
 
 struct StreamingRun {
@@ -68,8 +69,10 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
   ThreadPool pool(setup.threads);
   Transformer transformer(model, *store, pool);
-  transformer.set_routing(
-      {.moce_bonus = setup.moce, .moce_protect = 3, .readahead = setup.readahead});
+  transformer.set_routing({.moce_bonus = setup.moce,
+                           .moce_protect = 3,
+                           .readahead = setup.readahead,
+                           .readahead_layers = setup.readahead_layers});
   KvCache cache(model->config(), int64_t(tokens.size()));
   StreamingRun run;
   std::vector<float> part;
@@ -92,11 +95,13 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
   testing::ModelRunner resident(path, 2);
   const auto reference = resident.logits(tokens, 16);
   const StreamingSetup setups[] = {
-      {0.0, 2, 2, -1, 1},   // the smallest arena, decode-like batches, read-ahead of top-k
-      {0.0, 1, 1, 0, 16},   // smallest arena, prompt-like batches (more units than slots)
-      {0.3, 2, 3, -1, 1},   // a 30 % arena
-      {0.3, 3, 1, 0, 7},    // ... odd batches, no read-ahead, more threads than cores
-      {1.0, 2, 2, -1, 16},  // everything fits
+      {0.0, 2, 2, -1, 1},        // the smallest arena, decode-like batches, read-ahead of top-k
+      {0.0, 1, 1, 0, 16},        // smallest arena, prompt-like batches (more units than slots)
+      {0.3, 2, 3, -1, 1},        // a 30 % arena
+      {0.3, 3, 1, 0, 7},         // ... odd batches, no read-ahead, more threads than cores
+      {1.0, 2, 2, -1, 16},       // everything fits
+      {0.0, 2, 2, -1, 1, 0, 2},  // the smallest arena, read-ahead two layers ahead
+      {0.3, 2, 3, -1, 1, 0, 3},  // a 30 % arena, three layers ahead
   };
   for (const StreamingSetup& setup : setups) {
     StreamingSetup s = setup;
@@ -130,6 +135,26 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
     ASSERT_TRUE(again.ok());
     EXPECT_TRUE(bit_identical(first.value().logits, again.value().logits)) << io_threads;
     EXPECT_EQ(first.value().stats.misses, again.value().stats.misses);
+  }
+  // Read-ahead two layers ahead re-predicts and reorders reads; what routing sees and every
+  // count that is not about timing stay the same whatever the I/O threads do.
+  StreamingSetup deeper = base;
+  deeper.readahead_layers = 2;
+  const auto deep = run_streaming(bundled_model(), tokens, deeper);
+  ASSERT_TRUE(deep.ok());
+  for (int io_threads : {2, 4}) {
+    StreamingSetup setup = deeper;
+    setup.io_threads = io_threads;
+    const auto again = run_streaming(bundled_model(), tokens, setup);
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(bit_identical(deep.value().logits, again.value().logits)) << io_threads;
+    const ExpertStoreStats& a = deep.value().stats;
+    const ExpertStoreStats& b = again.value().stats;
+    EXPECT_EQ(a.hits, b.hits);
+    EXPECT_EQ(a.misses, b.misses);
+    EXPECT_EQ(a.readahead_hits + a.late_readaheads, b.readahead_hits + b.late_readaheads);
+    EXPECT_EQ(a.readaheads_issued, b.readaheads_issued);
+    EXPECT_EQ(a.readaheads_wasted, b.readaheads_wasted);
   }
   // The bonus does change routing (so the comparison above can fail), and hits go up.
   StreamingSetup exact = base;

@@ -143,6 +143,7 @@ Result<nlohmann::json> describe_model(const SessionOptions& o, ScoringMode mode)
   if (streaming) {
     json["cache_policy"] = o.cache_policy;
     json["readahead"] = o.readahead;
+    json["readahead_layers"] = o.readahead_layers;
     json["io_backend"] = o.io_backend;
     json["io_threads"] = o.io_threads;
     json["warm_path"] = o.warm_path;

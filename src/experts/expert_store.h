@@ -3,8 +3,9 @@
 // Per MoE layer the model:
 //   1. begin_layer(layer, experts, prefill): the experts its router picked (for a batch of
 //      tokens, their union), in a deterministic order;
-//   2. prefetch(layer + 1, predicted): optionally, what it expects the next layer to pick,
-//      best first (read-ahead; a wrong guess costs bandwidth, never correctness);
+//   2. prefetch(layer + d, predicted) for d = 1, 2, ...: optionally, what it expects the next
+//      layers to pick, best first (read-ahead; a wrong guess costs bandwidth, never
+//      correctness). Nearer layers first: their reads are queued ahead of farther ones';
 //   3. claim_next(layer) until it returns no experts: each call hands out the experts whose
 //      weights are resident now (so they are computed while the rest load), or blocks for the
 //      next one to arrive; release() the ones computed so their slots can be reused;

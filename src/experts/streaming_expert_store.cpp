@@ -193,11 +193,21 @@ void StreamingExpertStore::assign_waiting_needs() {
 
 void StreamingExpertStore::prefetch(int layer, std::span<const int32_t> predicted) {
   const int c = arena_->class_of_layer(layer);
-  int rank = 0;
+  // Every prediction for a nearer layer reads before any for a farther one.
+  const int distance = std::max(layer - current_layer_, 1);
+  int rank = (distance - 1) * layout_.n_expert;
   for (int32_t expert : predicted) {
     ++rank;
     const int32_t unit = unit_id(layer, expert);
-    if (slot_of_unit_[size_t(unit)] >= 0) continue;
+    if (const int index = slot_of_unit_[size_t(unit)]; index >= 0) {
+      // Predicted again from a nearer layer: its read moves up to the new rank.
+      Slot& s = slot(c, index);
+      if (s.speculative && rank < s.prefetch_rank) {
+        s.prefetch_rank = rank;
+        if (s.reading) engine_->expedite(s.ticket, rank);
+      }
+      continue;
+    }
     const int index = take_slot(c, /*for_prefetch=*/true);
     if (index < 0) return;
     Slot& s = slot(c, index);

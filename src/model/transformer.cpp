@@ -63,15 +63,16 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
                                     int n_threads, bool all_logits) {
   const uint64_t T = uint64_t(batch), E = uint64_t(c.n_embd), k = uint64_t(c.n_expert_used);
   const uint64_t F = uint64_t(c.n_ff_expert), Fs = uint64_t(c.n_ff_shared);
-  const uint64_t q_dim = uint64_t(c.n_head * c.head_dim), kv_dim = uint64_t(c.n_head_kv * c.head_dim);
+  const uint64_t q_dim = uint64_t(c.n_head * c.head_dim),
+                 kv_dim = uint64_t(c.n_head_kv * c.head_dim);
   const uint64_t routed = T * k;
   // Float buffers; converted rows are counted at 4 bytes a value (the widest activation
   // format, F32) and per format an activation may be converted to (at most 3 at once).
   uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
-                    2 * routed * F + routed * E + 2 * T * Fs + T * E + T +
-                    T * E + T * uint64_t(c.n_expert) +                 // next-layer prediction
-                    uint64_t(n_threads) * uint64_t(n_ctx) +             // attention scores
-                    (all_logits ? T : 1) * uint64_t(c.n_vocab);         // logits
+                    2 * routed * F + routed * E + 2 * T * Fs + T * E + T + T * E +
+                    T * uint64_t(c.n_expert) +                   // next-layer prediction
+                    uint64_t(n_threads) * uint64_t(n_ctx) +      // attention scores
+                    (all_logits ? T : 1) * uint64_t(c.n_vocab);  // logits
   floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
   const uint64_t indices = routed * 3 * sizeof(int64_t) + routed * 8;
   // std::vector may grow to twice what a resize asks for.
@@ -221,38 +222,45 @@ void Transformer::route(int layer, int64_t n) {
   }
 }
 
-void Transformer::predict_next_layer(int layer, int64_t n) {
-  const int next = layer + 1;
+void Transformer::predict_next_layers(int layer, int64_t n) {
   const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
   const int prefetched = int(std::clamp<int64_t>(routing_.readahead, 0, n_expert));
   const int observed =
       prediction_observer_ ? int(std::clamp<int64_t>(prediction_count_, 0, n_expert)) : 0;
-  const int wanted = std::max(prefetched, observed);
-  if (wanted == 0 || next >= int(config_.n_layer)) return;
-  const LayerWeights& w = model_->weights().layers[size_t(next)];
-  // hidden_ holds h after this layer's attention: the next router applied to it, through the
-  // next layer's norm, predicts the next layer's picks (DESIGN.md §2).
-  std::vector<float> x(static_cast<size_t>(n * n_embd)), logits(static_cast<size_t>(n * n_expert));
-  for (int64_t t = 0; t < n; ++t)
-    rms_norm(hidden_.data() + t * n_embd, w.ffn_norm.data(), n_embd, config_.rms_eps,
-             x.data() + t * n_embd);
-  matmul(pool_, w.router, x.data(), n, logits.data(), scratch_rows_);
-  // Union over the batch, by best rank across its tokens, then expert id. top_k orders ties by
-  // id, so each token's top `prefetched` and top `observed` are prefixes of its top `wanted`.
-  std::vector<int> best_rank(static_cast<size_t>(n_expert), prefetched);
-  std::vector<int32_t> top(static_cast<size_t>(wanted));
-  for (int64_t t = 0; t < n; ++t) {
-    top_k(logits.data() + t * n_expert, n_expert, wanted, top.data());
-    if (observed > 0) prediction_observer_(next, t, {top.data(), size_t(observed)});
+  const int depth = prefetched > 0 ? std::max(routing_.readahead_layers, 1) : 1;
+  for (int distance = 1; distance <= depth; ++distance) {
+    const int next = layer + distance;
+    // The observer records the predictor of the next layer only (what traces replay).
+    const int watched = distance == 1 ? observed : 0;
+    const int wanted = std::max(prefetched, watched);
+    if (wanted == 0 || next >= int(config_.n_layer)) return;
+    const LayerWeights& w = model_->weights().layers[size_t(next)];
+    // hidden_ holds h after this layer's attention: a later router applied to it, through
+    // that layer's norm, predicts that layer's picks (DESIGN.md §2).
+    std::vector<float> x(static_cast<size_t>(n * n_embd)),
+        logits(static_cast<size_t>(n * n_expert));
+    for (int64_t t = 0; t < n; ++t)
+      rms_norm(hidden_.data() + t * n_embd, w.ffn_norm.data(), n_embd, config_.rms_eps,
+               x.data() + t * n_embd);
+    matmul(pool_, w.router, x.data(), n, logits.data(), scratch_rows_);
+    // Union over the batch, by best rank across its tokens, then expert id. top_k orders ties
+    // by id, so each token's top `prefetched` and top `watched` are prefixes of its top
+    // `wanted`.
+    std::vector<int> best_rank(static_cast<size_t>(n_expert), prefetched);
+    std::vector<int32_t> top(static_cast<size_t>(wanted));
+    for (int64_t t = 0; t < n; ++t) {
+      top_k(logits.data() + t * n_expert, n_expert, wanted, top.data());
+      if (watched > 0) prediction_observer_(next, t, {top.data(), size_t(watched)});
+      for (int r = 0; r < prefetched; ++r)
+        best_rank[size_t(top[r])] = std::min(best_rank[size_t(top[r])], r);
+    }
+    if (prefetched == 0) return;
+    predicted_.clear();
     for (int r = 0; r < prefetched; ++r)
-      best_rank[size_t(top[r])] = std::min(best_rank[size_t(top[r])], r);
+      for (int64_t e = 0; e < n_expert; ++e)
+        if (best_rank[size_t(e)] == r) predicted_.push_back(int32_t(e));
+    experts_.prefetch(next, predicted_);
   }
-  if (prefetched == 0) return;
-  predicted_.clear();
-  for (int r = 0; r < prefetched; ++r)
-    for (int64_t e = 0; e < n_expert; ++e)
-      if (best_rank[size_t(e)] == r) predicted_.push_back(int32_t(e));
-  experts_.prefetch(next, predicted_);
 }
 
 Status Transformer::moe_block(int layer, int64_t n) {
@@ -291,7 +299,7 @@ Status Transformer::moe_block(int layer, int64_t n) {
     }
   }
   experts_.begin_layer(layer, used, n > 1);
-  predict_next_layer(layer, n);
+  predict_next_layers(layer, n);
 
   const QuantType gate_input_type = quant_traits(layout.gate.type).vec_dot_type;
   const QuantType up_input_type = quant_traits(layout.up.type).vec_dot_type;

@@ -45,9 +45,12 @@ struct RoutingOptions {
   // weights always come from the unmodified logits.
   float moce_bonus = 0.0f;
   int moce_protect = 3;
-  // Read-ahead: experts per layer predicted for the next layer (router_{l+1} applied to
-  // norm_{l+1} of layer l's hidden state) and handed to the store's prefetch. 0: off.
+  // Read-ahead: experts per layer predicted for each of the next `readahead_layers` layers
+  // (router_{l+d} applied to norm_{l+d} of layer l's hidden state after its attention) and
+  // handed to the store's prefetch. 0: off. Predicting two layers ahead gives a read two
+  // layers' compute to land, for a less certain guess about the farther layer.
   int readahead = 0;
+  int readahead_layers = 1;
 };
 
 class Transformer {
@@ -83,7 +86,7 @@ class Transformer {
   void attention_block(int layer, int64_t n_tokens, int64_t pos0, KvCache& cache);
   Status moe_block(int layer, int64_t n_tokens);
   void route(int layer, int64_t n_tokens);
-  void predict_next_layer(int layer, int64_t n_tokens);
+  void predict_next_layers(int layer, int64_t n_tokens);
   Status compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff);
   void shared_expert(const LayerWeights& weights, int64_t n_tokens);
   // x [n_rows][n_in] converted to `type`, cached per type until invalidate_converted().

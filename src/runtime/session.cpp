@@ -154,6 +154,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   routing.readahead = !streaming              ? 0
                       : options.readahead < 0 ? int(config.n_expert_used)
                                               : options.readahead;
+  routing.readahead_layers = options.readahead_layers;
   impl->transformer->set_routing(routing);
   impl->install_route_observer();
   return std::unique_ptr<Session>(new Session(std::move(impl)));

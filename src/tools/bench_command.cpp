@@ -26,6 +26,10 @@ void add_bench_command(CLI::App& app, Action& action) {
                     "fresh session and dropped page cache before every run (root)");
   command->add_option("--moce", options->session.moce_bonus, "cache-aware routing bonus");
   command->add_option("--readahead", options->session.readahead, "experts predicted per layer");
+  command
+      ->add_option("--readahead-layers", options->session.readahead_layers,
+                   "how many layers ahead to predict")
+      ->check(CLI::Range(1, 8));
   command->add_option("--io-threads", options->session.io_threads, "reader threads");
   command->add_option("--io", options->session.io_backend, "auto, pread or uring");
   command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");

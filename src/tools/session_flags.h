@@ -33,6 +33,10 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   command->add_option("--readahead", options.readahead,
                       "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
+  command
+      ->add_option("--readahead-layers", options.readahead_layers,
+                   "how many layers ahead to predict and prefetch")
+      ->check(CLI::Range(1, 8));
   command->add_option("--io-threads", options.io_threads, "reader threads")
       ->check(CLI::PositiveNumber);
   command->add_option("--io", options.io_backend,
