@@ -62,16 +62,20 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   // lambda below sees these through plain references).
   thread_local std::vector<Tile> tile_storage;
   thread_local std::vector<VecDotFn> kernel_storage;
+  thread_local std::vector<VecDotRowsFn> rows_kernel_storage;
   std::vector<Tile>& tiles = tile_storage;
   std::vector<VecDotFn>& kernels = kernel_storage;
+  std::vector<VecDotRowsFn>& rows_kernels = rows_kernel_storage;
   tiles.clear();
   kernels.clear();
+  rows_kernels.clear();
   const int64_t rows = rows_per_task(jobs, pool.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
     const MatmulJob& job = jobs[j];
     const QuantTraits& traits = quant_traits(job.w->type);
     STRATA_CHECK(job.x->type == traits.vec_dot_type);
     kernels.push_back(traits.vec_dot());
+    rows_kernels.push_back(traits.vec_dot_rows());
     for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
       for (int64_t r = 0; r < job.w->n_out; r += rows)
         tiles.push_back({int(j), r, std::min(r + rows, job.w->n_out), t,
@@ -84,6 +88,14 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
     const int n_cols = int(tile.token_end - tile.token_begin);
     const uint8_t* x = job.x->row(job.x_first + tile.token_begin);
     const size_t row_bytes = job.w->row_bytes();
+    // One token (decode): the tile's rows in one call, straight into y's contiguous row.
+    if (const VecDotRowsFn rows_kernel = rows_kernels[size_t(tile.job)];
+        n_cols == 1 && rows_kernel != nullptr) {
+      rows_kernel(job.w->n_in, job.w->data + size_t(tile.row_begin) * row_bytes, row_bytes,
+                  int(tile.row_end - tile.row_begin), x,
+                  job.y + tile.token_begin * job.y_stride + tile.row_begin);
+      return;
+    }
     float out[kTokensPerTask];
     for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
       vec_dot(job.w->n_in, job.w->data + size_t(r) * row_bytes, x, job.x->row_stride, n_cols, out);

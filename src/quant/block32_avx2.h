@@ -245,6 +245,70 @@ void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_
   });
 }
 
+// kRows weight rows, w_stride bytes apart, dotted with one activation column: decode's shape.
+// Each row runs exactly dot_columns<Format, 1>'s float operations, so results are bit-identical
+// to it; the rows share the activation loads (and what a format computes from them alone) and
+// one call. That matters for short rows: an expert's down projection in strata-tiny-moe is 2
+// blocks long, where the per-row call and horizontal sum cost as much as the products.
+template <class Format, int kRows>
+void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const uint8_t* x, float* out) {
+  static_assert(Format::kChains == 1 || Format::kChains == 2);
+  __m256 even[kRows][1], odd[kRows][1];
+  float minimum_terms[kRows][1];
+  for_each_column<kRows>([&](auto r) {
+    even[r][0] = odd[r][0] = _mm256_setzero_ps();
+    minimum_terms[r][0] = 0.0f;
+  });
+  auto& second = Format::kChains == 2 ? odd : even;
+  const float* table = half_table();
+  int64_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    for_each_column<kRows>([&](auto r) {
+      const uint8_t* row = w + size_t(r) * w_stride;
+      _mm_prefetch(reinterpret_cast<const char*>(row) +
+                       b * int64_t(sizeof(typename Format::Block)) + kPrefetchBytes,
+                   _MM_HINT_T1);
+      accumulate_block<Format, 1>(table, row, x, 0, b, even[r], minimum_terms[r]);
+      accumulate_block<Format, 1>(table, row, x, 0, b + 1, second[r], minimum_terms[r]);
+    });
+  }
+  if (b < n_blocks)
+    for_each_column<kRows>([&](auto r) {
+      accumulate_block<Format, 1>(table, w + size_t(r) * w_stride, x, 0, b, even[r],
+                                  minimum_terms[r]);
+    });
+  for_each_column<kRows>([&](auto r) {
+    const __m256 sum = Format::kChains == 2 ? _mm256_add_ps(even[r][0], odd[r][0]) : even[r][0];
+    out[r] = horizontal_sum(sum) + minimum_terms[r][0];
+  });
+}
+
+// The VecDotRowsFn of a format: rows in groups of four, then the remainder as one group.
+template <class Format>
+void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                  float* out) {
+  const int64_t n_blocks = n / 32;
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* column = static_cast<const uint8_t*>(x);
+  int r = 0;
+  for (; r + 4 <= n_rows; r += 4)
+    dot_rows<Format, 4>(n_blocks, weights + size_t(r) * w_stride, w_stride, column, out + r);
+  const auto* rest = weights + size_t(r) * w_stride;
+  switch (n_rows - r) {
+    case 3:
+      dot_rows<Format, 3>(n_blocks, rest, w_stride, column, out + r);
+      break;
+    case 2:
+      dot_rows<Format, 2>(n_blocks, rest, w_stride, column, out + r);
+      break;
+    case 1:
+      dot_rows<Format, 1>(n_blocks, rest, w_stride, column, out + r);
+      break;
+    default:
+      break;
+  }
+}
+
 // The VecDotFn of a format: columns in groups of four, then the remainder as one group.
 template <class Format>
 void vec_dot(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols, float* out) {

@@ -28,5 +28,7 @@ void vec_dot_iq4_nl_scalar(int64_t n, const void* w, const void* x, size_t x_str
                            float* out);
 void vec_dot_iq4_nl_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                          float* out);
+void vec_dot_rows_iq4_nl_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                              float* out);
 
 }  // namespace strata

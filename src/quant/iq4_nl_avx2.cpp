@@ -33,4 +33,9 @@ void vec_dot_iq4_nl_avx2(int64_t n, const void* w, const void* x, size_t x_strid
   avx2::vec_dot<Format>(n, w, x, x_stride, n_cols, out);
 }
 
+void vec_dot_rows_iq4_nl_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                              float* out) {
+  avx2::vec_dot_rows<Format>(n, w, w_stride, n_rows, x, out);
+}
+
 }  // namespace strata

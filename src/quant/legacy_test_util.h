@@ -42,6 +42,7 @@ struct Format {
   QuantizeRowFn quantize;
   VecDotFn dot_scalar;  // nullptr for Q8_1
   VecDotFn dot_avx2;
+  VecDotRowsFn dot_rows_avx2 = nullptr;  // the 32-weight block formats
   size_t row_bytes(int64_t n) const { return size_t(n / block_size) * block_bytes; }
 };
 
@@ -86,7 +87,8 @@ inline const std::vector<Format>& formats() {
        dequantize_row_q8_0,
        quantize_row_q8_0,
        vec_dot_q8_0_scalar,
-       vec_dot_q8_0_avx2},
+       vec_dot_q8_0_avx2,
+       vec_dot_rows_q8_0_avx2},
       {"q8_1",
        QuantType::kQ8_1,
        32,
@@ -106,7 +108,8 @@ inline const std::vector<Format>& formats() {
        dequantize_row_q4_0,
        quantize_row_q4_0,
        vec_dot_q4_0_scalar,
-       vec_dot_q4_0_avx2},
+       vec_dot_q4_0_avx2,
+       vec_dot_rows_q4_0_avx2},
       {"q4_1",
        QuantType::kQ4_1,
        32,
@@ -116,7 +119,8 @@ inline const std::vector<Format>& formats() {
        dequantize_row_q4_1,
        quantize_row_q4_1,
        vec_dot_q4_1_scalar,
-       vec_dot_q4_1_avx2},
+       vec_dot_q4_1_avx2,
+       vec_dot_rows_q4_1_avx2},
       {"q5_0",
        QuantType::kQ5_0,
        32,
@@ -126,7 +130,8 @@ inline const std::vector<Format>& formats() {
        dequantize_row_q5_0,
        quantize_row_q5_0,
        vec_dot_q5_0_scalar,
-       vec_dot_q5_0_avx2},
+       vec_dot_q5_0_avx2,
+       vec_dot_rows_q5_0_avx2},
       {"q5_1",
        QuantType::kQ5_1,
        32,
@@ -136,7 +141,8 @@ inline const std::vector<Format>& formats() {
        dequantize_row_q5_1,
        quantize_row_q5_1,
        vec_dot_q5_1_scalar,
-       vec_dot_q5_1_avx2},
+       vec_dot_q5_1_avx2,
+       vec_dot_rows_q5_1_avx2},
       {"iq4_nl",
        QuantType::kIQ4_NL,
        32,
@@ -146,7 +152,8 @@ inline const std::vector<Format>& formats() {
        dequantize_row_iq4_nl,
        quantize_row_iq4_nl,
        vec_dot_iq4_nl_scalar,
-       vec_dot_iq4_nl_avx2},
+       vec_dot_iq4_nl_avx2,
+       vec_dot_rows_iq4_nl_avx2},
   };
   return table;
 }

@@ -176,6 +176,41 @@ TEST(LegacyVecDot, Avx2ColumnBitsDoNotDependOnGrouping) {
   }
 }
 
+// Decode's many-rows kernel gives each row the bits of the one-column kernel, for every row
+// count (groups of four and each remainder), and writes nothing past the last row.
+TEST(LegacyVecDot, Avx2RowsKernelMatchesOneColumnKernelBitForBit) {
+  if (!legacy_test::cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  constexpr int kMaxRows = 11;
+  std::mt19937 rng(13);
+  int checked_formats = 0;
+  for (const auto& f : legacy_test::weight_formats()) {
+    if (!f.dot_rows_avx2) continue;
+    ++checked_formats;
+    for (int64_t n : lengths(f)) {
+      const size_t row_bytes = f.row_bytes(n);
+      std::vector<uint8_t> matrix(1 + kMaxRows * row_bytes, 0xee);  // rows at an odd address
+      for (int r = 0; r < kMaxRows; ++r) {
+        const auto row = legacy_test::random_weights(f, n, rng);
+        std::memcpy(matrix.data() + 1 + r * row_bytes, row.data(), row_bytes);
+      }
+      const Problem p = make_problem(f, n, rng);
+      for (int n_rows = 1; n_rows <= kMaxRows; ++n_rows) {
+        float rows[kMaxRows + 1];
+        rows[n_rows] = 12345.0f;
+        f.dot_rows_avx2(n, matrix.data() + 1, row_bytes, n_rows, p.x(), rows);
+        EXPECT_EQ(rows[n_rows], 12345.0f) << f.name << " wrote past row " << n_rows;
+        for (int r = 0; r < n_rows; ++r) {
+          float alone;
+          f.dot_avx2(n, matrix.data() + 1 + r * row_bytes, p.x(), p.stride, 1, &alone);
+          EXPECT_EQ(std::bit_cast<uint32_t>(alone), std::bit_cast<uint32_t>(rows[r]))
+              << f.name << " n=" << n << " row " << r << " of " << n_rows;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked_formats, 6);
+}
+
 // Extreme codes: every weight at its largest magnitude against activations of 127 and -127,
 // where the int8 products and their int16 pair sums are largest.
 TEST(LegacyVecDot, Avx2ExtremeQuantsDoNotOverflow) {

@@ -25,5 +25,7 @@ void vec_dot_q5_1_scalar(int64_t n, const void* w, const void* x, size_t x_strid
                          float* out);
 void vec_dot_q5_1_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                        float* out);
+void vec_dot_rows_q5_1_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                            float* out);
 
 }  // namespace strata

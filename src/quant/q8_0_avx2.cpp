@@ -34,6 +34,11 @@ void vec_dot_q8_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride,
   avx2::vec_dot<Format>(n, w, x, x_stride, n_cols, out);
 }
 
+void vec_dot_rows_q8_0_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                            float* out) {
+  avx2::vec_dot_rows<Format>(n, w, w_stride, n_rows, x, out);
+}
+
 void activation_rows::quantize_q8_0_avx2(const float* in, void* blocks, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b) {
     auto* block = static_cast<uint8_t*>(blocks) + b * int64_t(sizeof(BlockQ8_0));

@@ -28,28 +28,34 @@
 namespace strata {
 namespace {
 
-#define STRATA_FORMAT_ROW(Type, lower, Block, block_size, DotType)                          \
-  QuantTraits {                                                                            \
-    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::DotType,                \
-        dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar,            \
-        vec_dot_##lower##_avx2                                                             \
+#define STRATA_FORMAT_ROW(Type, lower, Block, block_size, DotType)              \
+  QuantTraits {                                                                 \
+    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::DotType,     \
+        dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar, \
+        vec_dot_##lower##_avx2                                                  \
   }
-#define STRATA_ACTIVATION_ROW(Type, lower, Block, block_size)                              \
-  QuantTraits {                                                                            \
-    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::Type,                   \
-        dequantize_row_##lower, quantize_row_##lower, nullptr, nullptr                     \
+#define STRATA_BLOCK32_ROW(Type, lower, Block, DotType)                                     \
+  QuantTraits {                                                                             \
+    QuantType::Type, #lower, 32, sizeof(Block), QuantType::DotType, dequantize_row_##lower, \
+        quantize_row_##lower, vec_dot_##lower##_scalar, vec_dot_##lower##_avx2,             \
+        vec_dot_rows_##lower##_avx2                                                         \
+  }
+#define STRATA_ACTIVATION_ROW(Type, lower, Block, block_size)                                    \
+  QuantTraits {                                                                                  \
+    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::Type, dequantize_row_##lower, \
+        quantize_row_##lower, nullptr, nullptr                                                   \
   }
 
 const std::array kTraits = {
     STRATA_FORMAT_ROW(kF32, f32, float, 1, kF32),
     STRATA_FORMAT_ROW(kF16, f16, uint16_t, 1, kF16),
     STRATA_FORMAT_ROW(kBF16, bf16, uint16_t, 1, kBF16),
-    STRATA_FORMAT_ROW(kQ8_0, q8_0, BlockQ8_0, 32, kQ8_0),
-    STRATA_FORMAT_ROW(kQ4_0, q4_0, BlockQ4_0, 32, kQ8_0),
-    STRATA_FORMAT_ROW(kQ4_1, q4_1, BlockQ4_1, 32, kQ8_1),
-    STRATA_FORMAT_ROW(kQ5_0, q5_0, BlockQ5_0, 32, kQ8_0),
-    STRATA_FORMAT_ROW(kQ5_1, q5_1, BlockQ5_1, 32, kQ8_1),
-    STRATA_FORMAT_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, 32, kQ8_0),
+    STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0),
+    STRATA_BLOCK32_ROW(kQ4_0, q4_0, BlockQ4_0, kQ8_0),
+    STRATA_BLOCK32_ROW(kQ4_1, q4_1, BlockQ4_1, kQ8_1),
+    STRATA_BLOCK32_ROW(kQ5_0, q5_0, BlockQ5_0, kQ8_0),
+    STRATA_BLOCK32_ROW(kQ5_1, q5_1, BlockQ5_1, kQ8_1),
+    STRATA_BLOCK32_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, kQ8_0),
     STRATA_FORMAT_ROW(kIQ4_XS, iq4_xs, BlockIQ4_XS, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),
@@ -61,14 +67,14 @@ const std::array kTraits = {
 };
 
 #undef STRATA_FORMAT_ROW
+#undef STRATA_BLOCK32_ROW
 #undef STRATA_ACTIVATION_ROW
 
 // The geometry in the GGUF layer's table and our block structs must agree.
 bool geometry_matches_gguf() {
   for (const auto& row : kTraits) {
     const auto* info = gguf::find_tensor_type(uint32_t(row.type));
-    if (!info || info->block_size != row.block_size ||
-        info->type_size != int64_t(row.block_bytes))
+    if (!info || info->block_size != row.block_size || info->type_size != int64_t(row.block_bytes))
       return false;
   }
   return true;
@@ -79,6 +85,10 @@ bool geometry_matches_gguf() {
 VecDotFn QuantTraits::vec_dot() const {
   if (vec_dot_avx2 && simd_level() == SimdLevel::kAvx2) return vec_dot_avx2;
   return vec_dot_scalar;
+}
+
+VecDotRowsFn QuantTraits::vec_dot_rows() const {
+  return vec_dot_rows_avx2 && simd_level() == SimdLevel::kAvx2 ? vec_dot_rows_avx2 : nullptr;
 }
 
 const QuantTraits* find_quant_traits(uint32_t ggml_type_id) {

@@ -45,6 +45,12 @@ using QuantizeRowFn = void (*)(const float* in, void* blocks, int64_t n);
 using VecDotFn = void (*)(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                           float* out);
 
+// Dot products of `n_rows` weight rows (n weights each, w_stride bytes apart) with one
+// activation row x converted to the format's vec_dot_type: out[r] = sum_i w_r[i] * x[i].
+// Bit-identical to calling the format's VecDotFn per row with n_cols = 1; faster on short rows.
+using VecDotRowsFn = void (*)(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                              float* out);
+
 struct QuantTraits {
   QuantType type;
   std::string_view name;
@@ -53,11 +59,14 @@ struct QuantTraits {
   QuantType vec_dot_type;  // what activations are converted to before dot products
   DequantizeRowFn dequantize_row;
   QuantizeRowFn quantize_row;
-  VecDotFn vec_dot_scalar;  // nullptr for activation-only formats (Q8_1, Q8_K)
-  VecDotFn vec_dot_avx2;    // nullptr where there is no AVX2 kernel
+  VecDotFn vec_dot_scalar;                   // nullptr for activation-only formats (Q8_1, Q8_K)
+  VecDotFn vec_dot_avx2;                     // nullptr where there is no AVX2 kernel
+  VecDotRowsFn vec_dot_rows_avx2 = nullptr;  // the 32-weight block formats only
 
   // The fastest kernel this CPU runs (base/cpu_features.h).
   VecDotFn vec_dot() const;
+  // The many-rows kernel where this CPU runs one; nullptr otherwise (use vec_dot() per row).
+  VecDotRowsFn vec_dot_rows() const;
   size_t row_bytes(int64_t n) const { return size_t(n / block_size) * block_bytes; }
 };
 
