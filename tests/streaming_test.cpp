@@ -113,6 +113,16 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
         << s.io_threads << ", read-ahead " << s.readahead << ", batches of " << s.chunk;
     const auto& stats = run.value().stats;
     EXPECT_GT(stats.misses, 0u);
+    // Every claim that was not a hit had its whole unit to read.
+    const auto& layers = resident.model().weights().experts.layers;
+    const uint64_t not_hits = stats.misses + stats.readahead_hits + stats.late_readaheads;
+    uint64_t smallest = UINT64_MAX, largest = 0;
+    for (const auto& layer : layers) {
+      smallest = std::min<uint64_t>(smallest, layer.unit_bytes());
+      largest = std::max<uint64_t>(largest, layer.unit_bytes());
+    }
+    EXPECT_GE(stats.missed_bytes, not_hits * smallest);
+    EXPECT_LE(stats.missed_bytes, not_hits * largest);
     if (s.arena_fraction < 1.0) {
       EXPECT_GT(stats.bytes_read, resident.model().weights().experts.total_bytes() / 10);
     }

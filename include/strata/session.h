@@ -65,9 +65,11 @@ struct GenerateOptions {
 
 // Expert store counters (DESIGN.md §3). Hits: resident when the layer began; read-ahead
 // hits: prefetched in time; late: prefetched but still loading; misses: read on demand.
+// missed_bytes: the bytes of the claimed units that were not hits (what the disk had to
+// deliver whatever the read-ahead); bytes_read also counts wasted read-aheads.
 struct ExpertCounters {
   uint64_t hits = 0, readahead_hits = 0, late_readaheads = 0, misses = 0;
-  uint64_t readaheads_issued = 0, readaheads_wasted = 0, bytes_read = 0;
+  uint64_t readaheads_issued = 0, readaheads_wasted = 0, bytes_read = 0, missed_bytes = 0;
   double host_wait_ms = 0;
   double hit_rate() const;  // (hits + read-ahead hits) / all claims
 };

@@ -64,6 +64,7 @@ nlohmann::json candidate_stats_json(const CandidateStats& c) {
             {"readaheads_issued", e.readaheads_issued},
             {"readaheads_wasted", e.readaheads_wasted},
             {"bytes_read", e.bytes_read},
+            {"missed_bytes", e.missed_bytes},
             {"host_wait_ms", e.host_wait_ms},
             {"hit_rate", e.hit_rate()}}}};
 }

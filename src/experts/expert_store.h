@@ -45,6 +45,10 @@ struct ExpertStoreStats {
   uint64_t readaheads_issued = 0;
   uint64_t readaheads_wasted = 0;  // predicted, never used, dropped
   uint64_t bytes_read = 0;
+  // Bytes of the claimed units that were not resident when their layer began (misses,
+  // read-ahead hits, late read-aheads): what even a perfect read-ahead must read. The I/O
+  // bound is the disk's bandwidth over these; bytes_read adds wasted read-aheads.
+  uint64_t missed_bytes = 0;
   double host_wait_ms = 0;  // time the compute thread spent blocked in claim_next
 };
 

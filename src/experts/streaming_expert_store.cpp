@@ -133,11 +133,13 @@ void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> exper
   for (auto& each : policies_) each->on_layer(layer, prefill);
   const int c = arena_->class_of_layer(layer);
   ReplacementPolicy& policy = *policies_[size_t(c)];
+  const uint64_t unit_bytes = layout_.layers[size_t(layer)].unit_bytes();
   // Units already here are pinned first, so that no miss below can evict them.
   for (int32_t expert : experts) {
     const int32_t unit = unit_id(layer, expert);
     Need need{expert};
     const int index = slot_of_unit_[size_t(unit)];
+    if (index < 0 || slot(c, index).speculative) stats_.missed_bytes += unit_bytes;
     if (index >= 0) {
       Slot& s = slot(c, index);
       if (s.speculative) {

@@ -41,6 +41,7 @@ ExpertCounters SessionStats::decode_experts() const {
     sum.readaheads_issued += step.experts.readaheads_issued;
     sum.readaheads_wasted += step.experts.readaheads_wasted;
     sum.bytes_read += step.experts.bytes_read;
+    sum.missed_bytes += step.experts.missed_bytes;
     sum.host_wait_ms += step.experts.host_wait_ms;
   }
   return sum;
@@ -62,6 +63,7 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
   c.readaheads_issued = s.readaheads_issued;
   c.readaheads_wasted = s.readaheads_wasted;
   c.bytes_read = s.bytes_read;
+  c.missed_bytes = s.missed_bytes;
   c.host_wait_ms = s.host_wait_ms;
   return c;
 }
@@ -75,6 +77,7 @@ ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {
   d.readaheads_issued = a.readaheads_issued - b.readaheads_issued;
   d.readaheads_wasted = a.readaheads_wasted - b.readaheads_wasted;
   d.bytes_read = a.bytes_read - b.bytes_read;
+  d.missed_bytes = a.missed_bytes - b.missed_bytes;
   d.host_wait_ms = a.host_wait_ms - b.host_wait_ms;
   return d;
 }

@@ -30,6 +30,7 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"readaheads_issued", c.readaheads_issued},
           {"readaheads_wasted", c.readaheads_wasted},
           {"bytes_read", c.bytes_read},
+          {"missed_bytes", c.missed_bytes},
           {"host_wait_ms", c.host_wait_ms},
           {"hit_rate", c.hit_rate()}};
 }
