@@ -35,8 +35,9 @@ struct SessionOptions {
   int io_threads = 2;
   // "auto": io_uring where the kernel allows it, else pread; or "pread", "uring".
   std::string io_backend = "auto";
-  int readahead = -1;        // experts per layer predicted for the next layer; -1: the top-k
-  int readahead_layers = 1;  // how many layers ahead the read-ahead predicts
+  int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k
+  // How many layers ahead the read-ahead predicts; 0: two for expert units under 1 MiB, else one.
+  int readahead_layers = 0;
   // Cache-aware routing: +moce_bonus on the router logits of resident experts, the top
   // moce_protect picks always exact. 0: exact routing.
   float moce_bonus = 0.0f;

@@ -68,6 +68,20 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
   return c;
 }
 
+// Small units are latency-bound: a read takes about as long whatever its size, longer than a
+// layer's compute, so predicting two layers ahead turns late read-aheads into timely ones
+// (strata-tiny-moe, 41 KB units: hits + timely read-ahead hits 71-72 % -> 76-77 % at a 25 %
+// arena) and the extra wrong guesses cost little. Large units are bandwidth-bound: the wrong
+// guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB units:
+// 4.30 -> 3.82 tok/s at 25 %).
+int default_readahead_layers(const ExpertLayout& experts) {
+  constexpr size_t kLatencyBoundUnitBytes = size_t(1) << 20;
+  size_t largest = 0;
+  for (const LayerExpertLayout& layer : experts.layers)
+    largest = std::max(largest, layer.unit_bytes());
+  return largest < kLatencyBoundUnitBytes ? 2 : 1;
+}
+
 ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {
   ExpertCounters d;
   d.hits = a.hits - b.hits;
@@ -157,7 +171,9 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   routing.readahead = !streaming              ? 0
                       : options.readahead < 0 ? int(config.n_expert_used)
                                               : options.readahead;
-  routing.readahead_layers = options.readahead_layers;
+  routing.readahead_layers = options.readahead_layers > 0
+                                 ? options.readahead_layers
+                                 : default_readahead_layers(impl->model().weights().experts);
   impl->transformer->set_routing(routing);
   impl->install_route_observer();
   return std::unique_ptr<Session>(new Session(std::move(impl)));

@@ -28,8 +28,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->add_option("--readahead", options->session.readahead, "experts predicted per layer");
   command
       ->add_option("--readahead-layers", options->session.readahead_layers,
-                   "how many layers ahead to predict")
-      ->check(CLI::Range(1, 8));
+                   "how many layers ahead to predict (0: by expert unit size)")
+      ->check(CLI::Range(0, 8));
   command->add_option("--io-threads", options->session.io_threads, "reader threads");
   command->add_option("--io", options->session.io_backend, "auto, pread or uring");
   command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");

@@ -35,8 +35,9 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
                       "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
   command
       ->add_option("--readahead-layers", options.readahead_layers,
-                   "how many layers ahead to predict and prefetch")
-      ->check(CLI::Range(1, 8));
+                   "how many layers ahead to predict and prefetch (0: 2 for expert units under 1 "
+                   "MiB, else 1)")
+      ->check(CLI::Range(0, 8));
   command->add_option("--io-threads", options.io_threads, "reader threads")
       ->check(CLI::PositiveNumber);
   command->add_option("--io", options.io_backend,
