@@ -130,8 +130,9 @@ PY
 
 # arena_readahead.md: the real arena at a 25 % share on the held-out documents, token by token
 # in decode steps (`strata eval run`, one window per document: its first 1024 tokens, each
-# document from an empty arena as cachesim replays it), with read-ahead off and at the top-8:
-# plain hits, and hits + read-aheads that arrived in time, against MIN on the same traces.
+# document from an empty arena as cachesim replays it), with read-ahead off, and at the top-8
+# one and two layers ahead (two is the default for this model's small units): plain hits, and
+# hits + read-aheads that arrived in time, against MIN on the same traces.
 for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
   json:live_multiple_220-94-2 math:gsm8k-13; do
   domain=${doc%%:*}
@@ -145,9 +146,11 @@ print(json.dumps({"format": "strata-eval-suite", "version": 1, "eval_dir": eval_
                   "tokenizer": {"path": model, "n_tokens": 16384}, "seed": 0,
                   "windows_per_domain": 1, "prompt": 1, "scored": 1023, "windows": [window]}))
 PY
-  for readahead in 0 8; do
+  for setting in 0:1 8:1 8:2; do
+    readahead=${setting%:*} layers=${setting#*:}
     "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" --arena 25% \
-      --readahead "$readahead" -o "$work/arena-ra$readahead-$domain.json" >/dev/null 2>&1
+      --readahead "$readahead" --readahead-layers "$layers" \
+      -o "$work/arena-ra$readahead-l$layers-$domain.json" >/dev/null 2>&1
   done
 done
 python3 - "$work" "$out/heldout.json" >"$out/arena_readahead.md" <<'PY'
@@ -156,16 +159,16 @@ work, heldout = sys.argv[1:]
 print("# The arena's read-ahead against MIN\n")
 print("Decode steps over the first 1024 tokens of each held-out document, `--arena 25%`, policy")
 print("successor; shares of all expert claims.\n")
-print("| read-ahead | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
-print("|---:|---:|---:|---:|---:|---:|")
-for readahead in (0, 8):
+print("| read-ahead | layers ahead | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+for readahead, layers in ((0, 1), (8, 1), (8, 2)):
     total = dict(hits=0, readahead_hits=0, late_readaheads=0, misses=0)
-    for path in glob.glob(f"{work}/arena-ra{readahead}-*.json"):
+    for path in glob.glob(f"{work}/arena-ra{readahead}-l{layers}-*.json"):
         experts = json.load(open(path))["candidate_stats"]["decode_experts"]
         for key in total: total[key] += experts[key]
     n = sum(total.values())
     share = {k: 100 * v / n for k, v in total.items()}
-    print(f"| {readahead} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
+    print(f"| {readahead} | {layers if readahead else '-'} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
           f"{share['hits'] + share['readahead_hits']:.1f} % | {share['late_readaheads']:.1f} % | "
           f"{share['misses']:.1f} % |")
 results = json.load(open(heldout))["results"]
