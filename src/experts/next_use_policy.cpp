@@ -42,6 +42,8 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, bool successors)
   ranked_uses_.assign(size_t(SuccessorRanks::kBuckets) * uses_.size(), 0.0);
   ranked_samples_.assign(ranked_uses_.size(), 0.0);
   visit_buckets_.assign(size_t(n_expert), -1);
+  tails_.assign(size_t(SuccessorRanks::kBuckets + 1) * uses_.size(), 0.0);
+  tail_generations_.assign(tails_.size(), 0);
   followed_.assign(size_t(n_layer), 0);
 }
 
@@ -84,22 +86,38 @@ double NextUsePolicy::ranked_rate(int bucket, int cell) const {
   return (ranked_uses_[c] + kPriorSamples * rate(cell)) / (ranked_samples_[c] + kPriorSamples);
 }
 
-double NextUsePolicy::use_probability(uint32_t unit) const {
-  STRATA_CHECK_LT(unit, units_.size());
+double NextUsePolicy::probability(int bucket, int cell) const {
+  return bucket < 0 ? rate(cell) : ranked_rate(bucket, cell);
+}
+
+int NextUsePolicy::next_visit_bucket(uint32_t unit) const {
   const int layer = int(unit / uint32_t(n_expert_));
-  const int c = next_visit_cell(unit);
   // The ranks come from the layer's latest visit: while it runs, they are not yet about the
   // next one.
   const bool ranked = successors_ && !(counting_ && layer == current_layer_);
-  const int bucket = ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
-  return bucket < 0 ? rate(c) : ranked_rate(bucket, c);
+  return ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
+}
+
+double NextUsePolicy::use_probability(uint32_t unit) const {
+  STRATA_CHECK_LT(unit, units_.size());
+  return probability(next_visit_bucket(unit), next_visit_cell(unit));
+}
+
+double NextUsePolicy::next_use_tail(int bucket, int cell) const {
+  const size_t i = size_t(bucket + 1) * uses_.size() + size_t(cell);
+  if (tail_generations_[i] != table_generation_) {
+    const double q = probability(bucket, cell);
+    tails_[i] = n_layer_ * (1 - q) / q;
+    tail_generations_[i] = table_generation_;
+  }
+  return tails_[i];
 }
 
 double NextUsePolicy::expected_next_use(uint32_t unit) const {
+  STRATA_CHECK_LT(unit, units_.size());
   const int layer = int(unit / uint32_t(n_expert_));
   const int distance = (layer - current_layer_ + n_layer_ - 1) % n_layer_ + 1;  // 1..n_layer
-  const double q = use_probability(unit);
-  return distance + n_layer_ * (1 - q) / q;
+  return distance + next_use_tail(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
 void NextUsePolicy::learn_from_visit() {
@@ -120,6 +138,7 @@ void NextUsePolicy::learn_from_visit() {
     ranked_samples_[size_t(bucket) * uses_.size() + c] += 1;
     ranked_uses_[size_t(bucket) * uses_.size() + c] += used;
   }
+  ++table_generation_;
   if (!successors_) return;
   successors_->observe(current_layer_, used_experts, followed_[size_t(current_layer_)]);
   followed_[size_t(current_layer_)] = 1;

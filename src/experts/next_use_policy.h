@@ -124,6 +124,14 @@ class NextUsePolicy final : public ReplacementPolicy {
   double rate(int cell) const;
   // With successor ranks: the rate of (rank bucket, cell), pulled towards rate(cell).
   double ranked_rate(int bucket, int cell) const;
+  // q for a rank bucket (-1: none) and a cell, and the unit's bucket for its layer's next visit.
+  double probability(int bucket, int cell) const;
+  int next_visit_bucket(uint32_t unit) const;
+  // n_layer * (1 - q) / q, E's part after the distance. victim() needs it for every resident unit
+  // at every miss (a 30B-A3B arena at 25 % holds 1,536 units), and it depends only on the
+  // (bucket, cell) pair and the tables, which change once per counted visit: it is kept per pair
+  // and recomputed when table_generation_ has moved.
+  double next_use_tail(int bucket, int cell) const;
   void count_use(uint32_t unit);
   void learn_from_visit();
 
@@ -138,8 +146,11 @@ class NextUsePolicy final : public ReplacementPolicy {
   std::vector<int> visit_cells_;  // [expert]: cells at the start of the current counted visit
   std::optional<SuccessorRanks> successors_;
   std::vector<double> ranked_uses_, ranked_samples_;  // [rank bucket][gap][frequency]
-  std::vector<int> visit_buckets_;  // [expert]: rank buckets at the start of the visit; -1: none
-  std::vector<uint8_t> followed_;   // [layer]: its latest visit was counted
+  std::vector<int> visit_buckets_;     // [expert]: rank buckets at the start of the visit; -1: none
+  uint64_t table_generation_ = 1;      // bumped whenever the tables above change
+  mutable std::vector<double> tails_;  // [rank bucket + 1][cell]
+  mutable std::vector<uint64_t> tail_generations_;  // of each entry of tails_; 0: never
+  std::vector<uint8_t> followed_;                   // [layer]: its latest visit was counted
   int current_layer_;
   bool counting_ = false;  // the current visit is counted
   bool in_prefill_ = false;
