@@ -21,6 +21,7 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
     std::vector<int> free;
     for (int i = size_class.n_slots - 1; i >= 0; --i) free.push_back(i);
     store->free_slots_.push_back(std::move(free));
+    store->settling_slots_.emplace_back();
     STRATA_ASSIGN_OR_RETURN(
         auto policy, make_policy(options.policy,
                                  {size_t(size_class.n_slots), layout.n_layer(), layout.n_expert}));
@@ -62,16 +63,25 @@ void StreamingExpertStore::collect(int size_class, int index, bool block) {
         fmt::format("layer {} expert {}", s.unit / layout_.n_expert, s.unit % layout_.n_expert));
 }
 
-void StreamingExpertStore::free_slot(int size_class, int index) {
+void StreamingExpertStore::clear_slot(int size_class, int index) {
   Slot& s = slot(size_class, index);
-  // A read that has started cannot be stopped; the slot is free but stays busy until it ends
-  // (take_slot waits for it), which costs time, not correctness.
+  // A read that has started cannot be stopped; the slot stays busy until it ends (take_slot
+  // waits for it), which costs time, not correctness.
   if (s.reading && engine_->cancel(s.ticket)) s.reading = false;
   s.unit = -1;
   s.speculative = false;
   s.pinned = false;
   s.error = Status();
+}
+
+void StreamingExpertStore::free_slot(int size_class, int index) {
+  clear_slot(size_class, index);
   free_slots_[size_t(size_class)].push_back(index);
+}
+
+void StreamingExpertStore::settle_slot(int size_class, int index) {
+  clear_slot(size_class, index);
+  settling_slots_[size_t(size_class)].push_back(index);
 }
 
 int StreamingExpertStore::take_slot(int size_class, bool for_prefetch) {
@@ -116,7 +126,13 @@ int StreamingExpertStore::take_slot(int size_class, bool for_prefetch) {
     const int index = slot_of_unit_[unit];
     return index >= 0 && !slots[size_t(index)].pinned;
   });
-  if (!victim) return -1;
+  if (!victim) {
+    auto& settling = settling_slots_[size_t(size_class)];
+    if (for_prefetch || settling.empty()) return -1;
+    free.push_back(settling.back());  // waits for its read: demand must have a slot
+    settling.pop_back();
+    return take_slot(size_class, for_prefetch);
+  }
   const int index = slot_of_unit_[*victim];
   policies_[size_t(size_class)]->on_remove(*victim);
   slot_of_unit_[*victim] = -1;
@@ -129,6 +145,11 @@ void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> exper
   current_layer_ = layer;
   current_prefill_ = prefill;
   needs_.clear();
+  for (size_t c = 0; c < settling_slots_.size(); ++c) {
+    free_slots_[c].insert(free_slots_[c].end(), settling_slots_[c].begin(),
+                          settling_slots_[c].end());
+    settling_slots_[c].clear();
+  }
   // Every policy keeps the layer clock, whichever size class the layer's units are in.
   for (auto& each : policies_) each->on_layer(layer, prefill);
   const int c = arena_->class_of_layer(layer);
@@ -170,7 +191,7 @@ void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> exper
     if (index < 0 || !slot(c, index).speculative) continue;
     slot_of_unit_[size_t(unit)] = -1;
     ++stats_.readaheads_wasted;
-    free_slot(c, index);
+    settle_slot(c, index);
   }
   speculations_[size_t(layer)].clear();
   assign_waiting_needs();

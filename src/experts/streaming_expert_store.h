@@ -77,9 +77,14 @@ class StreamingExpertStore final : public ExpertStore {
   int32_t unit_id(int layer, int32_t expert) const { return layer * layout_.n_expert + expert; }
   Slot& slot(int size_class, int index) { return slots_[size_t(size_class)][size_t(index)]; }
   // A slot of `size_class` for a new unit: a free one, else an unused speculation, else the
-  // policy's victim among unpinned resident units. -1 if every slot is pinned.
+  // policy's victim among unpinned resident units, else (on demand only) a settling slot.
+  // -1 if every slot is pinned.
   int take_slot(int size_class, bool for_prefetch);
   void free_slot(int size_class, int index);
+  // Frees the slot of a dropped prediction into settling_slots_ (see there).
+  void settle_slot(int size_class, int index);
+  // Empties the slot's record; its read, if queued, is cancelled.
+  void clear_slot(int size_class, int index);
   void submit_read(int layer, int32_t expert, int size_class, int index, int priority);
   // Collects a finished (or, when `block`, any) read of a slot.
   void collect(int size_class, int index, bool block);
@@ -90,8 +95,13 @@ class StreamingExpertStore final : public ExpertStore {
   std::shared_ptr<FileReader> reader_;
   std::unique_ptr<IoEngine> engine_;
   std::unique_ptr<ExpertArena> arena_;
-  std::vector<std::vector<Slot>> slots_;                      // [class][slot]
-  std::vector<std::vector<int>> free_slots_;                  // [class]
+  std::vector<std::vector<Slot>> slots_;      // [class][slot]
+  std::vector<std::vector<int>> free_slots_;  // [class]
+  // [class]: slots of predictions dropped unused at a begin_layer(). A read that has started
+  // cannot be stopped, and taking its slot would mean waiting for bytes nobody needs (30B-A3B at
+  // 25 %: ~30 ms a token), so these slots become free at the next begin_layer(), a point that
+  // does not depend on I/O timing, by when their reads have mostly ended.
+  std::vector<std::vector<int>> settling_slots_;
   std::vector<std::unique_ptr<ReplacementPolicy>> policies_;  // [class]
   std::vector<int32_t> slot_of_unit_;                         // -1: not in the arena
   std::vector<std::vector<int32_t>> speculations_;            // [layer]: experts prefetched
