@@ -30,6 +30,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "quant/groups_of_four.h"
+
 namespace strata::block32_avx2 {
 
 // How far ahead of the block being decoded the weight row is prefetched, into L2. Without it a
@@ -287,51 +289,21 @@ void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const uint8_t
 template <class Format>
 void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
                   float* out) {
-  const int64_t n_blocks = n / 32;
   const auto* weights = static_cast<const uint8_t*>(w);
-  const auto* column = static_cast<const uint8_t*>(x);
-  int r = 0;
-  for (; r + 4 <= n_rows; r += 4)
-    dot_rows<Format, 4>(n_blocks, weights + size_t(r) * w_stride, w_stride, column, out + r);
-  const auto* rest = weights + size_t(r) * w_stride;
-  switch (n_rows - r) {
-    case 3:
-      dot_rows<Format, 3>(n_blocks, rest, w_stride, column, out + r);
-      break;
-    case 2:
-      dot_rows<Format, 2>(n_blocks, rest, w_stride, column, out + r);
-      break;
-    case 1:
-      dot_rows<Format, 1>(n_blocks, rest, w_stride, column, out + r);
-      break;
-    default:
-      break;
-  }
+  in_groups_of_four(n_rows, [&](auto size, int first) {
+    dot_rows<Format, size()>(n / 32, weights + size_t(first) * w_stride, w_stride,
+                             static_cast<const uint8_t*>(x), out + first);
+  });
 }
 
 // The VecDotFn of a format: columns in groups of four, then the remainder as one group.
 template <class Format>
 void vec_dot(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols, float* out) {
-  const int64_t n_blocks = n / 32;
-  const auto* weights = static_cast<const uint8_t*>(w);
   const auto* columns = static_cast<const uint8_t*>(x);
-  int c = 0;
-  for (; c + 4 <= n_cols; c += 4)
-    dot_columns<Format, 4>(n_blocks, weights, columns + size_t(c) * x_stride, x_stride, out + c);
-  const auto* rest = columns + size_t(c) * x_stride;
-  switch (n_cols - c) {
-    case 3:
-      dot_columns<Format, 3>(n_blocks, weights, rest, x_stride, out + c);
-      break;
-    case 2:
-      dot_columns<Format, 2>(n_blocks, weights, rest, x_stride, out + c);
-      break;
-    case 1:
-      dot_columns<Format, 1>(n_blocks, weights, rest, x_stride, out + c);
-      break;
-    default:
-      break;
-  }
+  in_groups_of_four(n_cols, [&](auto size, int first) {
+    dot_columns<Format, size()>(n / 32, static_cast<const uint8_t*>(w),
+                                columns + size_t(first) * x_stride, x_stride, out + first);
+  });
 }
 
 }  // namespace strata::block32_avx2

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant/groups_of_four.h"
+
 namespace strata::dense_avx2 {
 
 // How far ahead the weight row is prefetched, into L2: one row is often shorter than the
@@ -72,25 +74,11 @@ void dot_columns(int64_t n, const uint8_t* w, const uint8_t* x, size_t x_stride,
 // The VecDotFn of a format: columns in groups of four, then the remainder as one group.
 template <class Loader>
 void vec_dot(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols, float* out) {
-  const auto* weights = static_cast<const uint8_t*>(w);
   const auto* columns = static_cast<const uint8_t*>(x);
-  int c = 0;
-  for (; c + 4 <= n_cols; c += 4)
-    dot_columns<Loader, 4>(n, weights, columns + size_t(c) * x_stride, x_stride, out + c);
-  const auto* rest = columns + size_t(c) * x_stride;
-  switch (n_cols - c) {
-    case 3:
-      dot_columns<Loader, 3>(n, weights, rest, x_stride, out + c);
-      break;
-    case 2:
-      dot_columns<Loader, 2>(n, weights, rest, x_stride, out + c);
-      break;
-    case 1:
-      dot_columns<Loader, 1>(n, weights, rest, x_stride, out + c);
-      break;
-    default:
-      break;
-  }
+  in_groups_of_four(n_cols, [&](auto size, int first) {
+    dot_columns<Loader, size()>(n, static_cast<const uint8_t*>(w),
+                                columns + size_t(first) * x_stride, x_stride, out + first);
+  });
 }
 
 }  // namespace strata::dense_avx2
