@@ -80,9 +80,9 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
 }
 
 void Transformer::release_scratch() {
-  for (auto* v :
-       {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_, &moe_out_,
-        &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_, &shared_down_out_}) {
+  for (auto* v : {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_,
+                  &moe_out_, &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_,
+                  &shared_down_out_, &prediction_input_, &prediction_logits_}) {
     v->clear();
     v->shrink_to_fit();
   }
@@ -237,19 +237,19 @@ void Transformer::predict_next_layers(int layer, int64_t n) {
     const LayerWeights& w = model_->weights().layers[size_t(next)];
     // hidden_ holds h after this layer's attention: a later router applied to it, through
     // that layer's norm, predicts that layer's picks (DESIGN.md §2).
-    std::vector<float> x(static_cast<size_t>(n * n_embd)),
-        logits(static_cast<size_t>(n * n_expert));
+    prediction_input_.resize(size_t(n * n_embd));
+    prediction_logits_.resize(size_t(n * n_expert));
     for (int64_t t = 0; t < n; ++t)
       rms_norm(hidden_.data() + t * n_embd, w.ffn_norm.data(), n_embd, config_.rms_eps,
-               x.data() + t * n_embd);
-    matmul(pool_, w.router, x.data(), n, logits.data(), scratch_rows_);
+               prediction_input_.data() + t * n_embd);
+    matmul(pool_, w.router, prediction_input_.data(), n, prediction_logits_.data(), scratch_rows_);
     // Union over the batch, by best rank across its tokens, then expert id. top_k orders ties
     // by id, so each token's top `prefetched` and top `watched` are prefixes of its top
     // `wanted`.
     std::vector<int> best_rank(static_cast<size_t>(n_expert), prefetched);
     std::vector<int32_t> top(static_cast<size_t>(wanted));
     for (int64_t t = 0; t < n; ++t) {
-      top_k(logits.data() + t * n_expert, n_expert, wanted, top.data());
+      top_k(prediction_logits_.data() + t * n_expert, n_expert, wanted, top.data());
       if (watched > 0) prediction_observer_(next, t, {top.data(), size_t(watched)});
       for (int r = 0; r < prefetched; ++r)
         best_rank[size_t(top[r])] = std::min(best_rank[size_t(top[r])], r);
