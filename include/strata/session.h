@@ -174,6 +174,9 @@ class Session {
   // Weight bytes a decode step reads with every expert resident (the bandwidth bound's
   // numerator).
   uint64_t decode_weight_bytes_per_token() const;
+  // KV-cache bytes attention reads per position of context in a decode step (keys and values
+  // of every layer).
+  uint64_t kv_cache_bytes_per_position() const;
   int n_threads() const;
 
  private:

@@ -9,16 +9,27 @@
 
 namespace strata {
 
-// One layer's cache. Keys are [n_head_kv][n_ctx][head_dim]; values are stored transposed,
-// [n_head_kv][head_dim][n_ctx], so that both attention products are dot products over
-// contiguous memory (as llama.cpp lays out its non-flash V cache).
+// Positions per key tile (one AVX2 register of scores).
+inline constexpr int64_t kKeyTile = 8;
+
+// One layer's cache, laid out so that both attention products stream contiguous memory and
+// need no horizontal sum per position:
+//   keys     [n_head_kv][capacity / kKeyTile][head_dim][kKeyTile]: a tile holds kKeyTile
+//            positions, dimension-major, so one load gives one dimension of 8 keys;
+//   values_t [n_head_kv][head_dim][capacity]: transposed, each output dimension a dot product
+//            over positions (as llama.cpp lays out its non-flash V cache).
+// capacity is n_ctx rounded up to whole tiles.
 struct LayerKvView {
   float* keys = nullptr;
   float* values_t = nullptr;
   int64_t n_ctx = 0;
+  int64_t capacity = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
 
+  static int64_t capacity_for(int64_t n_ctx) {
+    return (n_ctx + kKeyTile - 1) / kKeyTile * kKeyTile;
+  }
   // Writes the key and value vectors (n_head_kv x head_dim each) of the token at `pos`.
   void store(int64_t pos, const float* k, const float* v) const;
 };
@@ -30,13 +41,15 @@ struct AttentionShape {
   float scale = 0;  // usually 1/sqrt(head_dim)
 };
 
-// Per-thread score buffers, grown on demand.
+// Per-thread score rows, grown on demand.
 struct AttentionScratch {
   std::vector<std::vector<float>> scores;
+  static uint64_t floats_for(int64_t n_ctx, int n_threads);
 };
 
 // out[t][h][:] = sum_j softmax_j(scale * q[t][h]·k_j) v_j over positions j <= pos0 + t, where
-// q and out are [n_tokens][n_head][head_dim]. REQUIRES: the cache holds positions
+// q and out are [n_tokens][n_head][head_dim]. The query heads that share a KV head are computed
+// together, so each key and value is read once per group. REQUIRES: the cache holds positions
 // [0, pos0 + n_tokens).
 void attention(ThreadPool& pool, const AttentionShape& shape, const LayerKvView& kv, const float* q,
                int64_t n_tokens, int64_t pos0, float* out, AttentionScratch& scratch);

@@ -1,5 +1,5 @@
-// The attention KV cache of one session: F32 keys and (transposed) values for every layer,
-// n_ctx positions (cpu/attention.h has the layout).
+// The attention KV cache of one session: F32 keys and values for every layer, n_ctx positions
+// rounded up to whole key tiles (cpu/attention.h has the layout).
 #pragma once
 
 #include <cstdint>

@@ -282,6 +282,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
     }
     const double weight_bytes = double(v.session->decode_weight_bytes_per_token());
+    const double kv_bytes_per_position = double(v.session->kv_cache_bytes_per_position());
     for (size_t p = 0; p < options.prompt_lengths.size(); ++p) {
       const auto& runs = v.runs[p];
       auto per_token = [](const Run& r, double value) {
@@ -299,11 +300,19 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       const Summary wait =
           summarize_runs(runs, [&](const Run& r) { return per_token(r, r.decode.host_wait_ms); });
       const Summary cached = summarize_runs(runs, [](const Run& r) { return r.page_cache_share; });
-      // The bound, each run against its own probes: decode reads its weight bytes per token
-      // from memory, and a streaming one also its missed experts from disk; at best the two
-      // overlap, so the slower of them bounds it. Missed bytes, not bytes read: a wasted
+      // The bound, each run against its own probes: decode reads its weight bytes and the KV
+      // cache per token from memory, and a streaming one also its missed experts from disk; at best
+      // the two overlap, so the slower of them bounds it. Missed bytes, not bytes read: a wasted
       // read-ahead is our cost, and must not lower the bound we are measured against.
-      auto memory_bound = [&](const Run& r) { return r.memory_bandwidth / weight_bytes; };
+      // Decode step i attends over prompt + i + 1 positions, so the mean over a run's steps
+      // is prompt + (steps + 1) / 2.
+      auto kv_bytes = [&](const Run& r) {
+        return kv_bytes_per_position *
+               (double(options.prompt_lengths[p]) + double(r.decode_tokens + 1) / 2);
+      };
+      auto memory_bound = [&](const Run& r) {
+        return r.memory_bandwidth / (weight_bytes + kv_bytes(r));
+      };
       auto disk_bound = [&](const Run& r) {
         const double missed_bytes = per_token(r, double(r.decode.missed_bytes));
         return missed_bytes > 0 ? r.disk_bandwidth / missed_bytes
@@ -330,6 +339,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
            {"decode_missed_bytes_per_token", summary_json(missed)},
            {"decode_host_wait_ms_per_token", summary_json(wait)},
            {"decode_weight_bytes_per_token", weight_bytes},
+           {"decode_kv_cache_bytes_per_token", summary_json(summarize_runs(runs, kv_bytes))},
            {"memory_read_gb_s", summary_json(summarize_runs(
                                     runs, [](const Run& r) { return r.memory_bandwidth / 1e9; }))},
            {"disk_read_mb_s", summary_json(summarize_runs(

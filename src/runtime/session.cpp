@@ -333,6 +333,11 @@ uint64_t Session::decode_weight_bytes_per_token() const {
   return impl_->model().decode_bytes_per_token();
 }
 
+uint64_t Session::kv_cache_bytes_per_position() const {
+  const ModelConfig& c = impl_->model().config();
+  return 2 * uint64_t(c.n_layer) * uint64_t(c.n_head_kv * c.head_dim) * sizeof(float);
+}
+
 int Session::n_threads() const { return impl_->pool->size(); }
 int Session::n_layers() const { return int(impl_->model().config().n_layer); }
 int Session::n_experts() const { return int(impl_->model().config().n_expert); }
