@@ -42,6 +42,7 @@ struct StreamingSetup {
   int64_t chunk;
   float moce = 0;
   int readahead_layers = 1;
+  int io_depth = 0;  // 0: the engine's default (2 x io_threads)
 };
 
 struct StreamingRun {
@@ -66,6 +67,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
       uint64_t(setup.arena_fraction * double(layout.total_bytes())) +
           uint64_t(setup.arena_fraction > 0 ? 3 * 8192 * layout.n_layer() * layout.n_expert : 0));
   options.io_threads = setup.io_threads;
+  options.io_depth = setup.io_depth;
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
   ThreadPool pool(setup.threads);
   Transformer transformer(model, *store, pool);
@@ -95,13 +97,14 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
   testing::ModelRunner resident(path, 2);
   const auto reference = resident.logits(tokens, 16);
   const StreamingSetup setups[] = {
-      {0.0, 2, 2, -1, 1},        // the smallest arena, decode-like batches, read-ahead of top-k
-      {0.0, 1, 1, 0, 16},        // smallest arena, prompt-like batches (more units than slots)
-      {0.3, 2, 3, -1, 1},        // a 30 % arena
-      {0.3, 3, 1, 0, 7},         // ... odd batches, no read-ahead, more threads than cores
-      {1.0, 2, 2, -1, 16},       // everything fits
-      {0.0, 2, 2, -1, 1, 0, 2},  // the smallest arena, read-ahead two layers ahead
-      {0.3, 2, 3, -1, 1, 0, 3},  // a 30 % arena, three layers ahead
+      {0.0, 2, 2, -1, 1},           // the smallest arena, decode-like batches, read-ahead of top-k
+      {0.0, 1, 1, 0, 16},           // smallest arena, prompt-like batches (more units than slots)
+      {0.3, 2, 3, -1, 1},           // a 30 % arena
+      {0.3, 3, 1, 0, 7},            // ... odd batches, no read-ahead, more threads than cores
+      {1.0, 2, 2, -1, 16},          // everything fits
+      {0.0, 2, 2, -1, 1, 0, 2},     // the smallest arena, read-ahead two layers ahead
+      {0.3, 2, 3, -1, 1, 0, 3},     // a 30 % arena, three layers ahead
+      {0.3, 2, 2, -1, 1, 0, 1, 1},  // a 30 % arena, one read in flight
   };
   for (const StreamingSetup& setup : setups) {
     StreamingSetup s = setup;
@@ -139,12 +142,16 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
   const auto first = run_streaming(bundled_model(), tokens, base);
   ASSERT_TRUE(first.ok()) << first.status().message();
   for (int io_threads : {1, 4}) {
-    StreamingSetup setup = base;
-    setup.io_threads = io_threads;
-    const auto again = run_streaming(bundled_model(), tokens, setup);
-    ASSERT_TRUE(again.ok());
-    EXPECT_TRUE(bit_identical(first.value().logits, again.value().logits)) << io_threads;
-    EXPECT_EQ(first.value().stats.misses, again.value().stats.misses);
+    for (int io_depth : {0, 1}) {
+      StreamingSetup setup = base;
+      setup.io_threads = io_threads;
+      setup.io_depth = io_depth;
+      const auto again = run_streaming(bundled_model(), tokens, setup);
+      ASSERT_TRUE(again.ok());
+      EXPECT_TRUE(bit_identical(first.value().logits, again.value().logits))
+          << io_threads << " I/O threads, depth " << io_depth;
+      EXPECT_EQ(first.value().stats.misses, again.value().stats.misses);
+    }
   }
   // Read-ahead two layers ahead re-predicts and reorders reads; what routing sees and every
   // count that is not about timing stay the same whatever the I/O threads do.

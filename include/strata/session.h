@@ -35,6 +35,9 @@ struct SessionOptions {
   int io_threads = 2;
   // "auto": io_uring where the kernel allows it, else pread; or "pread", "uring".
   std::string io_backend = "auto";
+  // Expert reads io_uring keeps running at once; 0: one for expert units of 1 MiB or more,
+  // else 2 * io_threads.
+  int io_depth = 0;
   int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k
   // How many layers ahead the read-ahead predicts; 0: two for expert units under 1 MiB, else one.
   int readahead_layers = 0;

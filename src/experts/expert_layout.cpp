@@ -8,4 +8,11 @@ uint64_t ExpertLayout::total_bytes() const {
   return total;
 }
 
+bool ExpertLayout::has_large_units() const {
+  constexpr size_t kLargeUnitBytes = size_t(1) << 20;
+  for (const auto& layer : layers)
+    if (layer.unit_bytes() >= kLargeUnitBytes) return true;
+  return false;
+}
+
 }  // namespace strata

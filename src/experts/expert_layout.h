@@ -32,6 +32,10 @@ struct ExpertLayout {
   std::vector<LayerExpertLayout> layers;
   int n_layer() const { return int(layers.size()); }
   uint64_t total_bytes() const;
+  // Units of 1 MiB or more: reading one is bandwidth-bound, where a small unit's read takes
+  // about as long whatever its size (latency-bound). Read-ahead depth and I/O depth default by
+  // this (runtime/session.cpp).
+  bool has_large_units() const;
 };
 
 // One expert unit's weights, resident in memory while the unit is held.

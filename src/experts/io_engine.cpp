@@ -27,19 +27,22 @@ std::string_view io_backend_name(IoBackend backend) {
 }
 
 Result<std::unique_ptr<IoEngine>> IoEngine::create(std::shared_ptr<FileReader> reader,
-                                                   int n_threads, IoBackend backend) {
+                                                   int n_threads, IoBackend backend,
+                                                   int uring_depth) {
   STRATA_CHECK(reader != nullptr);
   STRATA_CHECK(n_threads >= 1);
+  STRATA_CHECK(uring_depth >= 0);
+  if (uring_depth == 0) uring_depth = 2 * n_threads;
   switch (backend) {
     case IoBackend::kAuto: {
-      auto uring = create_uring_io_engine(reader, 2 * n_threads);
+      auto uring = create_uring_io_engine(reader, uring_depth);
       if (uring.ok()) return uring;
       return create_pread_io_engine(std::move(reader), n_threads);
     }
     case IoBackend::kPread:
       return create_pread_io_engine(std::move(reader), n_threads);
     case IoBackend::kUring:
-      return create_uring_io_engine(std::move(reader), 2 * n_threads);
+      return create_uring_io_engine(std::move(reader), uring_depth);
   }
   STRATA_CHECK(false);
   return Status::error("unreachable");

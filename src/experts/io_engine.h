@@ -25,7 +25,7 @@
 //  * kPread: n_threads reader threads; each takes the front of the queue and reads its ranges
 //    one after the other with FileReader::read(). At most n_threads requests run at once.
 //  * kUring: one thread submits and completes reads through io_uring on the reader's
-//    descriptor, all ranges of a request at once, with up to 2 * n_threads requests running.
+//    descriptor, all ranges of a request at once, with up to uring_depth requests running.
 //    create() fails where io_uring is unavailable (seccomp, io_uring_disabled) and for readers
 //    without a descriptor (test doubles).
 //  * kAuto (the default): kUring where create() can set it up, else kPread. On strata-tiny-moe's
@@ -77,9 +77,10 @@ class IoEngine {
   static constexpr size_t kMaxRanges = 3;
   using Ticket = uint64_t;
 
-  // REQUIRES: n_threads >= 1.
+  // uring_depth: the requests kUring keeps running at once; 0: 2 * n_threads.
+  // REQUIRES: n_threads >= 1, uring_depth >= 0.
   static Result<std::unique_ptr<IoEngine>> create(std::shared_ptr<FileReader> reader, int n_threads,
-                                                  IoBackend backend);
+                                                  IoBackend backend, int uring_depth = 0);
   virtual ~IoEngine() = default;
 
   // REQUIRES: 1 <= ranges.size() <= kMaxRanges.

@@ -342,12 +342,10 @@ class IoEngineBackendTest : public ::testing::TestWithParam<IoBackend> {
   std::unique_ptr<IoEngine> make_engine(int n_threads) {
     return std::move(IoEngine::create(reader_, n_threads, GetParam())).value();
   }
-  // One request in flight at a time, whatever the backend: requests then run one after the
-  // other in the order they start.
+  // One request in flight at a time, whatever the backend (one thread, io_uring depth 1):
+  // requests then run one after the other in the order they start.
   std::unique_ptr<IoEngine> make_serial_engine() {
-    return std::move(GetParam() == IoBackend::kPread ? create_pread_io_engine(reader_, 1)
-                                                     : create_uring_io_engine(reader_, 1))
-        .value();
+    return std::move(IoEngine::create(reader_, 1, GetParam(), /*uring_depth=*/1)).value();
   }
 
   static TempFile* file_;

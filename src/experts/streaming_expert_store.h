@@ -31,6 +31,7 @@ struct StreamingStoreOptions {
   std::string policy = "successor";
   int io_threads = 2;
   IoBackend backend = IoBackend::kAuto;
+  int io_depth = 0;  // requests io_uring keeps running at once (IoEngine::create's uring_depth)
 };
 
 class StreamingExpertStore final : public ExpertStore {

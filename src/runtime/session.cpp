@@ -75,11 +75,7 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
 // guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB units:
 // 4.30 -> 3.82 tok/s at 25 %).
 int default_readahead_layers(const ExpertLayout& experts) {
-  constexpr size_t kLatencyBoundUnitBytes = size_t(1) << 20;
-  size_t largest = 0;
-  for (const LayerExpertLayout& layer : experts.layers)
-    largest = std::max(largest, layer.unit_bytes());
-  return largest < kLatencyBoundUnitBytes ? 2 : 1;
+  return experts.has_large_units() ? 1 : 2;
 }
 
 ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {

@@ -31,6 +31,10 @@ void add_bench_command(CLI::App& app, Action& action) {
                    "how many layers ahead to predict (0: by expert unit size)")
       ->check(CLI::Range(0, 8));
   command->add_option("--io-threads", options->session.io_threads, "reader threads");
+  command
+      ->add_option("--io-depth", options->session.io_depth,
+                   "expert reads io_uring keeps in flight (0: by expert unit size)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--io", options->session.io_backend, "auto, pread or uring");
   command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");

@@ -40,6 +40,11 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
       ->check(CLI::Range(0, 8));
   command->add_option("--io-threads", options.io_threads, "reader threads")
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--io-depth", options.io_depth,
+                   "expert reads io_uring keeps in flight (0: 1 for expert units of 1 MiB or "
+                   "more, else 2 x io-threads)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
   command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy");
