@@ -19,8 +19,8 @@ ThreadPool::ThreadPool(int n_threads) {
 
 ThreadPool::~ThreadPool() {
   stopping_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  job_.fetch_add(1);
+  job_.notify_all();
   for (auto& worker : workers_) worker.join();
 }
 
@@ -31,46 +31,56 @@ void ThreadPool::parallel_for(int64_t n_tasks,
     for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
     return;
   }
+  STRATA_CHECK_LT(n_tasks, int64_t(1) << 31);
   task_ = &task;
   n_tasks_ = n_tasks;
-  next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(int(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-  run_tasks(0);
+  unfinished_.store(int32_t(n_tasks), std::memory_order_relaxed);
+  const uint32_t job = job_.load(std::memory_order_relaxed) + 1;
+  // Release: a worker whose claim reads this word (or a later decrement of it) sees task_ and
+  // n_tasks_.
+  claims_.store(uint64_t(job) << 32 | uint64_t(n_tasks), std::memory_order_release);
+  job_.store(job, std::memory_order_release);
+  job_.notify_all();
+  run_tasks(job, 0);
   for (int spin = 0; spin < kSpinIterations; ++spin) {
-    if (busy_workers_.load(std::memory_order_acquire) == 0) break;
+    if (unfinished_.load(std::memory_order_acquire) == 0) break;
     _mm_pause();
   }
-  for (int busy; (busy = busy_workers_.load(std::memory_order_acquire)) != 0;)
-    busy_workers_.wait(busy, std::memory_order_acquire);
+  for (int32_t left; (left = unfinished_.load(std::memory_order_acquire)) != 0;)
+    unfinished_.wait(left, std::memory_order_acquire);
   task_ = nullptr;
 }
 
-void ThreadPool::run_tasks(int thread) {
+void ThreadPool::run_tasks(uint32_t job, int thread) {
+  uint64_t word = claims_.load(std::memory_order_acquire);
   for (;;) {
-    const int64_t index = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (index >= n_tasks_) return;
-    (*task_)(index, thread);
+    if (uint32_t(word >> 32) != job || uint32_t(word) == 0) return;
+    if (!claims_.compare_exchange_weak(word, word - 1, std::memory_order_acquire,
+                                       std::memory_order_acquire))
+      continue;
+    (*task_)(n_tasks_ - int64_t(uint32_t(word)), thread);
+    // A worker that finishes the job's last task wakes the caller, which may sleep.
+    if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1 && thread != 0)
+      unfinished_.notify_one();
+    word = claims_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::worker_loop(int thread) {
   uint32_t seen = 0;
   for (;;) {
-    uint32_t current = generation_.load(std::memory_order_acquire);
+    uint32_t current = job_.load(std::memory_order_acquire);
     for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
       _mm_pause();
-      current = generation_.load(std::memory_order_acquire);
+      current = job_.load(std::memory_order_acquire);
     }
     if (current == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
+      job_.wait(seen, std::memory_order_acquire);
       continue;
     }
     seen = current;
     if (stopping_.load()) return;
-    run_tasks(thread);
-    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_workers_.notify_one();
+    run_tasks(current, thread);
   }
 }
 

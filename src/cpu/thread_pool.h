@@ -1,10 +1,14 @@
 // A fixed pool of compute threads for the kernels. The caller's thread is one of the pool's
 // threads, so ThreadPool(1) runs everything inline.
 //
-// parallel_for hands out task indices from one atomic counter. Which thread runs which task is
-// timing-dependent, so kernels must make each task's result independent of the thread that runs
-// it (they do: a task owns whole output rows and sums them in a fixed order). That is what
-// keeps logits bit-identical across thread counts.
+// parallel_for hands out task indices from one atomic word tagged with the job's number. Which
+// thread runs which task is timing-dependent, so kernels must make each task's result
+// independent of the thread that runs it (they do: a task owns whole output rows and sums them
+// in a fixed order). That is what keeps logits bit-identical across thread counts.
+//
+// A job ends when all its tasks have run, whoever ran them: a worker that is asleep or has lost
+// its core (to an I/O thread, say) when a job starts does not hold the caller up, and a late
+// worker finds the job's word exhausted or re-tagged and claims nothing of it.
 //
 // Thread-safety: one parallel_for at a time (the session's compute thread). Workers spin briefly
 // after a job (kernels come in quick succession), then sleep on a futex so they never burn a
@@ -30,19 +34,23 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   // Calls task(index, thread) for every index in [0, n_tasks); returns when all have run.
-  // `thread` is in [0, size()) and may index per-thread scratch.
+  // `thread` is in [0, size()) and may index per-thread scratch. REQUIRES: n_tasks < 2^31.
   void parallel_for(int64_t n_tasks, const std::function<void(int64_t index, int thread)>& task);
 
  private:
   void worker_loop(int thread);
-  void run_tasks(int thread);
+  // Runs tasks of job `job` until it has none left to hand out.
+  void run_tasks(uint32_t job, int thread);
 
   std::vector<std::thread> workers_;
+  // The current job's, valid while it has tasks not yet finished.
   const std::function<void(int64_t, int)>* task_ = nullptr;
   int64_t n_tasks_ = 0;
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<uint32_t> generation_{0};  // bumped to start a job (and to stop)
-  std::atomic<int> busy_workers_{0};     // workers still inside the current job
+  // (job << 32) | tasks not yet handed out; a claim decrements it and takes the task
+  // n_tasks_ - (the count before the decrement), so tasks start in index order.
+  std::atomic<uint64_t> claims_{0};
+  std::atomic<int32_t> unfinished_{0};  // tasks of the current job not yet finished
+  std::atomic<uint32_t> job_{0};        // bumped to start a job (and to stop)
   std::atomic<bool> stopping_{false};
 };
 

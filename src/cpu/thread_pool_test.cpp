@@ -1,0 +1,55 @@
+#include "cpu/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace strata {
+namespace {
+
+TEST(ThreadPool, RunsEveryIndexOnceWithValidThreadNumbers) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 3, 7, 64, 1000}) {
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+      std::atomic<bool> bad_thread{false};
+      pool.parallel_for(n, [&](int64_t index, int thread) {
+        runs[size_t(index)].fetch_add(1);
+        if (thread < 0 || thread >= pool.size()) bad_thread = true;
+      });
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(runs[size_t(i)].load(), 1) << threads << " threads, " << n << " tasks, " << i;
+      EXPECT_FALSE(bad_thread.load());
+    }
+  }
+}
+
+// Many short jobs with more threads than cores, and tasks of uneven length, so that workers
+// often arrive late, after the caller has finished a job alone or a new one has begun: no task
+// may run twice, run after parallel_for returned, or be skipped.
+TEST(ThreadPool, LateWorkersNeverRunATaskTwiceOrAfterItsJob) {
+  ThreadPool pool(6);
+  std::mt19937 rng(5);
+  std::atomic<int64_t> ran_after_return{0};
+  for (int job = 0; job < 20000; ++job) {
+    const int64_t n = 1 + int64_t(rng() % 5);
+    const int slow = int(rng() % 8);
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+    std::atomic<bool> returned{false};
+    pool.parallel_for(n, [&](int64_t index, int) {
+      if (returned.load()) ran_after_return.fetch_add(1);
+      if (index == slow) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      runs[size_t(index)].fetch_add(1);
+    });
+    returned = true;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(runs[size_t(i)].load(), 1) << "job " << job;
+  }
+  EXPECT_EQ(ran_after_return.load(), 0);
+}
+
+}  // namespace
+}  // namespace strata
