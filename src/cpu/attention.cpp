@@ -1,11 +1,11 @@
 #include "cpu/attention.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "cpu/attention_kernels.h"
+#include "cpu/elementwise.h"
 
 namespace strata {
 namespace {
@@ -28,14 +28,7 @@ void key_scores_scalar(const float* q, int n_heads, const float* key_tiles, int6
 void softmax_rows_scalar(float* scores, int n_heads, int64_t n_pos, int64_t score_stride) {
   for (int h = 0; h < n_heads; ++h) {
     float* x = scores + h * score_stride;
-    const float max = *std::max_element(x, x + n_pos);
-    double sum = 0;
-    for (int64_t j = 0; j < n_pos; ++j) {
-      x[j] = std::exp(x[j] - max);
-      sum += double(x[j]);
-    }
-    const float inverse = float(1.0 / sum);
-    for (int64_t j = 0; j < n_pos; ++j) x[j] *= inverse;
+    softmax(x, n_pos);
     std::fill(x + n_pos, x + LayerKvView::capacity_for(n_pos), 0.0f);
   }
 }

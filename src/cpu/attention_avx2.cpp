@@ -1,6 +1,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "base/check.h"
 #include "cpu/attention.h"
@@ -14,6 +15,22 @@ float horizontal_sum(__m256 v) {
   x = _mm_add_ps(x, _mm_movehl_ps(x, x));
   x = _mm_add_ss(x, _mm_movehdup_ps(x));
   return _mm_cvtss_f32(x);
+}
+
+// Calls f(std::integral_constant<int, n_heads>()), so that kernels unroll over the heads.
+template <class F>
+void with_head_count(int n_heads, F&& f) {
+  switch (n_heads) {
+    case 1:
+      return f(std::integral_constant<int, 1>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    case 3:
+      return f(std::integral_constant<int, 3>());
+    case 4:
+      return f(std::integral_constant<int, 4>());
+  }
+  STRATA_CHECK(false);
 }
 
 // e^x for x <= 0: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^6 (relative
@@ -96,17 +113,9 @@ void key_scores_heads(const float* q, const float* key_tiles, int64_t head_dim, 
 
 void key_scores_avx2(const float* q, int n_heads, const float* key_tiles, int64_t head_dim,
                      int64_t n_pos, float scale, float* scores, int64_t score_stride) {
-  switch (n_heads) {
-    case 1:
-      return key_scores_heads<1>(q, key_tiles, head_dim, n_pos, scale, scores, score_stride);
-    case 2:
-      return key_scores_heads<2>(q, key_tiles, head_dim, n_pos, scale, scores, score_stride);
-    case 3:
-      return key_scores_heads<3>(q, key_tiles, head_dim, n_pos, scale, scores, score_stride);
-    case 4:
-      return key_scores_heads<4>(q, key_tiles, head_dim, n_pos, scale, scores, score_stride);
-  }
-  STRATA_CHECK(false);
+  with_head_count(n_heads, [&](auto heads) {
+    key_scores_heads<heads()>(q, key_tiles, head_dim, n_pos, scale, scores, score_stride);
+  });
 }
 
 // The row is padded to whole tiles: the last block is computed whole and its lanes past n_pos
@@ -180,17 +189,9 @@ void weighted_values_heads(const float* p, int64_t p_stride, const float* values
 
 void weighted_values_avx2(const float* p, int n_heads, int64_t p_stride, const float* values_t,
                           int64_t capacity, int64_t head_dim, int64_t n_pos, float* out) {
-  switch (n_heads) {
-    case 1:
-      return weighted_values_heads<1>(p, p_stride, values_t, capacity, head_dim, n_pos, out);
-    case 2:
-      return weighted_values_heads<2>(p, p_stride, values_t, capacity, head_dim, n_pos, out);
-    case 3:
-      return weighted_values_heads<3>(p, p_stride, values_t, capacity, head_dim, n_pos, out);
-    case 4:
-      return weighted_values_heads<4>(p, p_stride, values_t, capacity, head_dim, n_pos, out);
-  }
-  STRATA_CHECK(false);
+  with_head_count(n_heads, [&](auto heads) {
+    weighted_values_heads<heads()>(p, p_stride, values_t, capacity, head_dim, n_pos, out);
+  });
 }
 
 }  // namespace
