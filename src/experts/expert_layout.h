@@ -34,7 +34,7 @@ struct ExpertLayout {
   uint64_t total_bytes() const;
   // Units of 1 MiB or more: reading one is bandwidth-bound, where a small unit's read takes
   // about as long whatever its size (latency-bound). Read-ahead depth and I/O depth default by
-  // this (runtime/session.cpp).
+  // this (runtime/session.cpp, runtime/session_loader.cpp).
   bool has_large_units() const;
 };
 

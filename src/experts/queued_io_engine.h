@@ -15,7 +15,6 @@
 namespace strata {
 
 // The backends (pread_io_engine.cpp, uring_io_engine.cpp), behind IoEngine::create().
-
 Result<std::unique_ptr<IoEngine>> create_pread_io_engine(std::shared_ptr<FileReader> reader,
                                                          int n_threads);
 Result<std::unique_ptr<IoEngine>> create_uring_io_engine(std::shared_ptr<FileReader> reader,

@@ -14,8 +14,8 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
   auto store = std::unique_ptr<StreamingExpertStore>(new StreamingExpertStore());
   STRATA_ASSIGN_OR_RETURN(store->arena_, ExpertArena::create(layout, options.arena_bytes,
                                                              reader->alignment(), n_expert_used));
-  STRATA_ASSIGN_OR_RETURN(store->engine_,
-                          IoEngine::create(reader, options.io_threads, options.backend, options.io_depth));
+  STRATA_ASSIGN_OR_RETURN(store->engine_, IoEngine::create(reader, options.io_threads,
+                                                           options.backend, options.io_depth));
   for (const ExpertArena::SizeClass& size_class : store->arena_->classes()) {
     store->slots_.emplace_back(size_t(size_class.n_slots));
     std::vector<int> free;

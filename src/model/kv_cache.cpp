@@ -20,8 +20,12 @@ LayerKvView KvCache::layer(int64_t index) {
 }
 
 uint64_t KvCache::bytes_for(const ModelConfig& config, int64_t n_ctx) {
+  return bytes_per_position(config) * uint64_t(LayerKvView::capacity_for(n_ctx));
+}
+
+uint64_t KvCache::bytes_per_position(const ModelConfig& config) {
   return 2 * uint64_t(config.n_layer) * uint64_t(config.n_head_kv * config.head_dim) *
-         uint64_t(LayerKvView::capacity_for(n_ctx)) * sizeof(float);
+         sizeof(float);
 }
 
 }  // namespace strata

@@ -17,6 +17,8 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   LayerKvView layer(int64_t index);
   static uint64_t bytes_for(const ModelConfig& config, int64_t n_ctx);
+  // Keys and values of every layer for one position: what attention reads per position.
+  static uint64_t bytes_per_position(const ModelConfig& config);
 
  private:
   int64_t n_ctx_;
