@@ -42,7 +42,8 @@ struct StreamingSetup {
   int64_t chunk;
   float moce = 0;
   int readahead_layers = 1;
-  int io_depth = 0;  // 0: the engine's default (2 x io_threads)
+  int io_depth = 0;                // 0: the engine's default (2 x io_threads)
+  int readahead_budget_units = 0;  // per layer; 0: no byte limit
 };
 
 struct StreamingRun {
@@ -74,7 +75,10 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   transformer.set_routing({.moce_bonus = setup.moce,
                            .moce_protect = 3,
                            .readahead = setup.readahead,
-                           .readahead_layers = setup.readahead_layers});
+                           .readahead_layers = setup.readahead_layers,
+                           .readahead_bytes_per_token = uint64_t(setup.readahead_budget_units) *
+                                                        layout.layers[0].unit_bytes() *
+                                                        uint64_t(layout.n_layer())});
   KvCache cache(model->config(), int64_t(tokens.size()));
   StreamingRun run;
   std::vector<float> part;
@@ -180,6 +184,25 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
   ASSERT_TRUE(exact_run.ok());
   EXPECT_FALSE(bit_identical(first.value().logits, exact_run.value().logits));
   EXPECT_LT(first.value().stats.misses, exact_run.value().stats.misses);
+}
+
+// A read-ahead byte budget caps the reads a token starts; what routing sees stays exact.
+TEST(StreamingReadaheadBudget, CapsReadsPerTokenAndKeepsLogitsExact) {
+  const auto tokens = sequence("trained", "dev_chat");
+  testing::ModelRunner resident(bundled_model(), 2);
+  const auto reference = resident.logits(tokens, 1);
+  StreamingSetup unlimited{0.25, 2, 2, 8, 1, 0, 2};
+  StreamingSetup capped = unlimited;
+  capped.readahead_budget_units = 3;
+  const auto free_run = run_streaming(bundled_model(), tokens, unlimited);
+  const auto capped_run = run_streaming(bundled_model(), tokens, capped);
+  ASSERT_TRUE(free_run.ok() && capped_run.ok());
+  EXPECT_TRUE(bit_identical(reference, capped_run.value().logits));
+  // Every forward step (one token here) starts at most 3 units' worth per layer.
+  const uint64_t n_layer = resident.model().weights().experts.layers.size();
+  EXPECT_LE(capped_run.value().stats.readaheads_issued, 3 * n_layer * tokens.size());
+  EXPECT_LT(capped_run.value().stats.readaheads_issued, free_run.value().stats.readaheads_issued);
+  EXPECT_GT(capped_run.value().stats.readaheads_issued, 0u);
 }
 
 std::vector<uint8_t> file_bytes(const std::string& path) {

@@ -41,6 +41,9 @@ struct SessionOptions {
   int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k
   // How many layers ahead the read-ahead predicts; 0: two for expert units under 1 MiB, else one.
   int readahead_layers = 0;
+  // Bytes of read-ahead reads one forward step (a token, in decode) may start, spread evenly
+  // over the layers; predictions past a layer's share start no read. 0: no byte limit.
+  uint64_t readahead_budget = 0;
   // Cache-aware routing: +moce_bonus on the router logits of resident experts, the top
   // moce_protect picks always exact. 0: exact routing.
   float moce_bonus = 0.0f;
@@ -54,6 +57,8 @@ struct SessionOptions {
 // "512M", "4G", "4GiB", "1.5G" (binary units), or "auto": 80 % of the memory this machine has
 // available now.
 Result<uint64_t> parse_memory_budget(std::string_view text);
+// "8M", "64M", ... for --readahead-budget; "0" for no limit.
+Result<uint64_t> parse_readahead_budget(std::string_view text);
 
 struct GenerateOptions {
   int max_tokens = 128;

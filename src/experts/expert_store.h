@@ -3,9 +3,10 @@
 // Per MoE layer the model:
 //   1. begin_layer(layer, experts, prefill): the experts its router picked (for a batch of
 //      tokens, their union), in a deterministic order;
-//   2. prefetch(layer + d, predicted) for d = 1, 2, ...: optionally, what it expects the next
-//      layers to pick, best first (read-ahead; a wrong guess costs bandwidth, never
-//      correctness). Nearer layers first: their reads are queued ahead of farther ones';
+//   2. prefetch(layer + d, predicted, max_bytes) for d = 1, 2, ...: optionally, what it expects
+//      the next layers to pick, best first (read-ahead; a wrong guess costs bandwidth, never
+//      correctness), and how many bytes of new reads it may start. Nearer layers first: their
+//      reads are queued ahead of farther ones';
 //   3. claim_next(layer) until it returns no experts: each call hands out the experts whose
 //      weights are resident now (so they are computed while the rest load), or blocks for the
 //      next one to arrive; release() the ones computed so their slots can be reused;
@@ -60,7 +61,10 @@ class ExpertStore {
   // `prefill`: the batch is part of a prompt; units it streams in should not push out the
   // ones the conversation keeps using.
   virtual void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) = 0;
-  virtual void prefetch(int layer, std::span<const int32_t> predicted) = 0;
+  // Starts reads for the predicted units that are not here, in the given order, while their
+  // bytes fit in `max_bytes`: from the first that does not, it starts none. Returns the bytes
+  // it started.
+  virtual uint64_t prefetch(int layer, std::span<const int32_t> predicted, uint64_t max_bytes) = 0;
   virtual Result<std::vector<ClaimedExpert>> claim_next(int layer) = 0;
   virtual void release(int layer, std::span<const ClaimedExpert> experts) = 0;
   virtual void end_layer(int layer) = 0;

@@ -16,7 +16,7 @@ class ResidentExpertStore final : public ExpertStore {
 
   const ExpertLayout& layout() const override { return layout_; }
   void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) override;
-  void prefetch(int, std::span<const int32_t>) override {}
+  uint64_t prefetch(int, std::span<const int32_t>, uint64_t) override { return 0; }
   Result<std::vector<ClaimedExpert>> claim_next(int layer) override;
   void release(int, std::span<const ClaimedExpert>) override {}
   void end_layer(int) override {}

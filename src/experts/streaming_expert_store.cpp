@@ -214,8 +214,12 @@ void StreamingExpertStore::assign_waiting_needs() {
   }
 }
 
-void StreamingExpertStore::prefetch(int layer, std::span<const int32_t> predicted) {
+uint64_t StreamingExpertStore::prefetch(int layer, std::span<const int32_t> predicted,
+                                        uint64_t max_bytes) {
   const int c = arena_->class_of_layer(layer);
+  const uint64_t unit_bytes = layout_.layers[size_t(layer)].unit_bytes();
+  uint64_t started = 0;
+  bool over_budget = false;  // later predictions start no read, but re-predictions still count
   // Every prediction for a nearer layer reads before any for a farther one.
   const int distance = std::max(layer - current_layer_, 1);
   int rank = (distance - 1) * layout_.n_expert;
@@ -231,8 +235,10 @@ void StreamingExpertStore::prefetch(int layer, std::span<const int32_t> predicte
       }
       continue;
     }
+    over_budget = over_budget || started + unit_bytes > max_bytes;
+    if (over_budget) continue;
     const int index = take_slot(c, /*for_prefetch=*/true);
-    if (index < 0) return;
+    if (index < 0) break;
     Slot& s = slot(c, index);
     s.unit = unit;
     s.speculative = true;
@@ -241,7 +247,9 @@ void StreamingExpertStore::prefetch(int layer, std::span<const int32_t> predicte
     submit_read(layer, expert, c, index, rank);
     speculations_[size_t(layer)].push_back(expert);
     ++stats_.readaheads_issued;
+    started += unit_bytes;
   }
+  return started;
 }
 
 Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {

@@ -46,7 +46,7 @@ class StreamingExpertStore final : public ExpertStore {
 
   const ExpertLayout& layout() const override { return layout_; }
   void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) override;
-  void prefetch(int layer, std::span<const int32_t> predicted) override;
+  uint64_t prefetch(int layer, std::span<const int32_t> predicted, uint64_t max_bytes) override;
   Result<std::vector<ClaimedExpert>> claim_next(int layer) override;
   void release(int layer, std::span<const ClaimedExpert> experts) override;
   void end_layer(int layer) override;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/check.h"
 #include "cpu/elementwise.h"
@@ -70,9 +71,9 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
   // format, F32) and per format an activation may be converted to (at most 3 at once).
   uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
                     2 * routed * F + routed * E + 2 * T * Fs + T * E + T + T * E +
-                    T * uint64_t(c.n_expert) +                   // next-layer prediction
+                    T * uint64_t(c.n_expert) +  // next-layer prediction
                     AttentionScratch::floats_for(n_ctx, n_threads) +
-                    (all_logits ? T : 1) * uint64_t(c.n_vocab);  // logits
+                    (all_logits ? T : 1) * uint64_t(c.n_vocab);                      // logits
   floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
   const uint64_t indices = routed * 3 * sizeof(int64_t) + routed * 8;
   // std::vector may grow to twice what a resize asks for.
@@ -228,6 +229,9 @@ void Transformer::predict_next_layers(int layer, int64_t n) {
   const int observed =
       prediction_observer_ ? int(std::clamp<int64_t>(prediction_count_, 0, n_expert)) : 0;
   const int depth = prefetched > 0 ? std::max(routing_.readahead_layers, 1) : 1;
+  uint64_t budget = routing_.readahead_bytes_per_token > 0
+                        ? routing_.readahead_bytes_per_token / uint64_t(config_.n_layer)
+                        : std::numeric_limits<uint64_t>::max();
   for (int distance = 1; distance <= depth; ++distance) {
     const int next = layer + distance;
     // The observer records the predictor of the next layer only (what traces replay).
@@ -259,7 +263,7 @@ void Transformer::predict_next_layers(int layer, int64_t n) {
     for (int r = 0; r < prefetched; ++r)
       for (int64_t e = 0; e < n_expert; ++e)
         if (best_rank[size_t(e)] == r) predicted_.push_back(int32_t(e));
-    experts_.prefetch(next, predicted_);
+    budget -= experts_.prefetch(next, predicted_, budget);
   }
 }
 

@@ -51,6 +51,9 @@ struct RoutingOptions {
   // layers' compute to land, for a less certain guess about the farther layer.
   int readahead = 0;
   int readahead_layers = 1;
+  // Bytes of read-ahead reads a token may start, spread evenly over its layers (each layer's
+  // share goes to its predictions nearest layer first, best rank first). 0: no byte limit.
+  uint64_t readahead_bytes_per_token = 0;
 };
 
 class Transformer {

@@ -94,6 +94,13 @@ ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {
 
 }  // namespace
 
+Result<uint64_t> parse_readahead_budget(std::string_view text) {
+  if (text == "0") return uint64_t(0);
+  Result<uint64_t> bytes = parse_byte_size(text);
+  if (!bytes.ok()) return bytes.status().with_prefix("--readahead-budget");
+  return bytes;
+}
+
 Result<uint64_t> parse_memory_budget(std::string_view text) {
   if (text == "auto") {
     const uint64_t bytes = automatic_budget_bytes();
@@ -170,6 +177,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   routing.readahead_layers = options.readahead_layers > 0
                                  ? options.readahead_layers
                                  : default_readahead_layers(impl->model().weights().experts);
+  routing.readahead_bytes_per_token = options.readahead_budget;
   impl->transformer->set_routing(routing);
   impl->install_route_observer();
   return std::unique_ptr<Session>(new Session(std::move(impl)));

@@ -13,6 +13,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand("bench", "speed suite with provenance (JSON)");
   auto options = std::make_shared<BenchmarkOptions>();
   auto out = std::make_shared<std::string>();
+  auto readahead_budget = std::make_shared<std::string>();
   command->add_option("-m,--model", options->model_paths, "model(s); several are run interleaved")
       ->required();
   command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure");
@@ -30,6 +31,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->add_option("--readahead-layers", options->session.readahead_layers,
                    "how many layers ahead to predict (0: by expert unit size)")
       ->check(CLI::Range(0, 8));
+  command->add_option("--readahead-budget", *readahead_budget,
+                      "read-ahead bytes a token may start (e.g. 64M; default: no limit)");
   command->add_option("--io-threads", options->session.io_threads, "reader threads");
   command
       ->add_option("--io-depth", options->session.io_depth,
@@ -39,9 +42,14 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
   command->add_option("-o,--out", *out, "write the JSON record here");
-  command->callback([&action, options, out] {
-    action = [options, out] {
+  command->callback([&action, options, out, readahead_budget] {
+    action = [options, out, readahead_budget] {
       options->command_line = command_line();
+      if (!readahead_budget->empty()) {
+        const auto budget = parse_readahead_budget(*readahead_budget);
+        if (!budget.ok()) return report_failure(budget.status());
+        options->session.readahead_budget = budget.value();
+      }
       const auto report = run_benchmark(
           *options, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
       if (!report.ok()) return report_failure(report.status());

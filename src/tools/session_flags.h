@@ -13,6 +13,7 @@ struct SessionFlags {
   SessionOptions options;
   std::string memory_budget;
   std::string arena_share;
+  std::string readahead_budget;
 };
 
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
@@ -38,6 +39,9 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
                    "how many layers ahead to predict and prefetch (0: 2 for expert units under 1 "
                    "MiB, else 1)")
       ->check(CLI::Range(0, 8));
+  command->add_option("--readahead-budget", flags.readahead_budget,
+                      "bytes of read-ahead a token may start, spread over its layers (e.g. 64M; "
+                      "default: no limit)");
   command->add_option("--io-threads", options.io_threads, "reader threads")
       ->check(CLI::PositiveNumber);
   command
@@ -65,6 +69,10 @@ inline Status resolve_session_flags(SessionFlags& flags) {
     if (!(value > 0 && value <= 1))
       return Status::errorf("--arena: expected a share such as 25% or 0.25, got '{}'", text);
     flags.options.arena_share = value;
+  }
+  if (!flags.readahead_budget.empty()) {
+    STRATA_ASSIGN_OR_RETURN(flags.options.readahead_budget,
+                            parse_readahead_budget(flags.readahead_budget));
   }
   if (flags.memory_budget.empty()) return Status();
   STRATA_ASSIGN_OR_RETURN(flags.options.memory_budget, parse_memory_budget(flags.memory_budget));
