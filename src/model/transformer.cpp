@@ -87,6 +87,8 @@ void Transformer::release_scratch() {
     v->clear();
     v->shrink_to_fit();
   }
+  prediction_best_rank_ = {};
+  prediction_top_ = {};
   for (auto* rows : {&gathered_gate_, &gathered_up_, &activations_, &scratch_rows_}) {
     rows->bytes.clear();
     rows->bytes.shrink_to_fit();
@@ -250,8 +252,10 @@ void Transformer::predict_next_layers(int layer, int64_t n) {
     // Union over the batch, by best rank across its tokens, then expert id. top_k orders ties
     // by id, so each token's top `prefetched` and top `watched` are prefixes of its top
     // `wanted`.
-    std::vector<int> best_rank(static_cast<size_t>(n_expert), prefetched);
-    std::vector<int32_t> top(static_cast<size_t>(wanted));
+    std::vector<int>& best_rank = prediction_best_rank_;
+    std::vector<int32_t>& top = prediction_top_;
+    best_rank.assign(size_t(n_expert), prefetched);
+    top.resize(size_t(wanted));
     for (int64_t t = 0; t < n; ++t) {
       top_k(prediction_logits_.data() + t * n_expert, n_expert, wanted, top.data());
       if (watched > 0) prediction_observer_(next, t, {top.data(), size_t(watched)});

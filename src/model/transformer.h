@@ -113,6 +113,8 @@ class Transformer {
   std::vector<int32_t> picks_;                         // [n_tokens][n_expert_used]
   std::vector<int64_t> expert_rows_, expert_offsets_;  // per expert: routed rows, first row
   std::vector<float> prediction_input_, prediction_logits_;  // [n_tokens][n_embd], [..][n_expert]
+  std::vector<int> prediction_best_rank_;                    // [n_expert]
+  std::vector<int32_t> prediction_top_;                      // [wanted]
   std::vector<int32_t> predicted_;
   std::vector<float> pick_weights_;                  // [n_tokens][n_expert_used]
   std::vector<float> gate_out_, up_out_, down_out_;  // [routed rows][...]
