@@ -1,39 +1,16 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <type_traits>
 
-#include "base/check.h"
 #include "cpu/attention.h"
 #include "cpu/attention_kernels.h"
+#include "quant/groups_of_four.h"
+#include "quant/horizontal_sum_avx2.h"
 
 namespace strata {
 namespace {
 
-float horizontal_sum(__m256 v) {
-  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_add_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-
-// Calls f(std::integral_constant<int, n_heads>()), so that kernels unroll over the heads.
-template <class F>
-void with_head_count(int n_heads, F&& f) {
-  switch (n_heads) {
-    case 1:
-      return f(std::integral_constant<int, 1>());
-    case 2:
-      return f(std::integral_constant<int, 2>());
-    case 3:
-      return f(std::integral_constant<int, 3>());
-    case 4:
-      return f(std::integral_constant<int, 4>());
-  }
-  STRATA_CHECK(false);
-}
-
-// e^x for x <= 0: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^6 (relative
+// e^x for x <= 0: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7 (relative
 // error below 2e-7), 2^n through the exponent bits. Below -87 the result is flushed to 0.
 __m256 exp_nonpositive(__m256 x) {
   const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
@@ -113,8 +90,9 @@ void key_scores_heads(const float* q, const float* key_tiles, int64_t head_dim, 
 
 void key_scores_avx2(const float* q, int n_heads, const float* key_tiles, int64_t head_dim,
                      int64_t n_pos, float scale, float* scores, int64_t score_stride) {
-  with_head_count(n_heads, [&](auto heads) {
-    key_scores_heads<heads()>(q, key_tiles, head_dim, n_pos, scale, scores, score_stride);
+  in_groups_of_four(n_heads, [&](auto heads, int first) {
+    key_scores_heads<heads()>(q + first * head_dim, key_tiles, head_dim, n_pos, scale,
+                              scores + first * score_stride, score_stride);
   });
 }
 
@@ -189,8 +167,9 @@ void weighted_values_heads(const float* p, int64_t p_stride, const float* values
 
 void weighted_values_avx2(const float* p, int n_heads, int64_t p_stride, const float* values_t,
                           int64_t capacity, int64_t head_dim, int64_t n_pos, float* out) {
-  with_head_count(n_heads, [&](auto heads) {
-    weighted_values_heads<heads()>(p, p_stride, values_t, capacity, head_dim, n_pos, out);
+  in_groups_of_four(n_heads, [&](auto heads, int first) {
+    weighted_values_heads<heads()>(p + first * p_stride, p_stride, values_t, capacity, head_dim,
+                                   n_pos, out + first * head_dim);
   });
 }
 

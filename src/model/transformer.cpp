@@ -71,9 +71,9 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
   // format, F32) and per format an activation may be converted to (at most 3 at once).
   uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
                     2 * routed * F + routed * E + 2 * T * Fs + T * E + T + T * E +
-                    T * uint64_t(c.n_expert) +  // next-layer prediction
-                    AttentionScratch::floats_for(n_ctx, n_threads) +
-                    (all_logits ? T : 1) * uint64_t(c.n_vocab);                      // logits
+                    T * uint64_t(c.n_expert) +                        // next-layer prediction
+                    AttentionScratch::floats_for(n_ctx, n_threads) +  // attention scores
+                    (all_logits ? T : 1) * uint64_t(c.n_vocab);       // logits
   floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
   const uint64_t indices = routed * 3 * sizeof(int64_t) + routed * 8;
   // std::vector may grow to twice what a resize asks for.

@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "quant/groups_of_four.h"
+#include "quant/horizontal_sum_avx2.h"
 
 namespace strata::block32_avx2 {
 
@@ -89,13 +90,6 @@ inline __m256i expand_bits(const uint8_t* bits) {
 // Sums of 4 neighbouring int16 pairs -> 8 floats (exact: the sums stay far below 2^24).
 inline __m256 pair_sums_to_float(__m256i pairs) {
   return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-}
-
-inline float horizontal_sum(__m256 v) {
-  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
-  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
-  return _mm_cvtss_f32(sum);
 }
 
 // One block of 32 activations quantized with the instructions of llama.cpp's AVX2

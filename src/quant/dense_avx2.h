@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "quant/groups_of_four.h"
+#include "quant/horizontal_sum_avx2.h"
 
 namespace strata::dense_avx2 {
 
@@ -22,13 +23,6 @@ namespace strata::dense_avx2 {
 // distance the memory latency needs covered, so the hardware prefetcher, which stops at page
 // boundaries, leaves DRAM idle at every row start (prefetches past the row's end never fault).
 inline constexpr int64_t kPrefetchBytes = 4096;
-
-inline float horizontal_sum(__m256 v) {
-  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
-  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
-  return _mm_cvtss_f32(sum);
-}
 
 // Elements [i, i + 8) of a row, or fewer zero-padded ones, as floats. Loader::kBytes is the
 // size of an element and Loader::load8(p) converts the 8 elements at p (any alignment).

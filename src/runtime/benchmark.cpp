@@ -271,9 +271,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       }
 
   std::string markdown =
-      "| model | mem | prompt | prefill tok/s | decode tok/s | hits | MB missed / token | MB read "
-      "/ "
-      "token | wait ms / token | bound tok/s | of bound |\n"
+      "| model | mem | prompt | prefill tok/s | decode tok/s | hits | MB missed / token | "
+      "MB read / token | wait ms / token | bound tok/s | of bound |\n"
       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
   for (Variant& v : variants) {
