@@ -80,6 +80,7 @@ struct ExpertCounters {
   uint64_t hits = 0, readahead_hits = 0, late_readaheads = 0, misses = 0;
   uint64_t readaheads_issued = 0, readaheads_wasted = 0, bytes_read = 0, missed_bytes = 0;
   double host_wait_ms = 0;
+  double disk_active_ms = 0;  // wall time with at least one expert read running
   double hit_rate() const;  // (hits + read-ahead hits) / all claims
 };
 

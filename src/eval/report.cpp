@@ -66,6 +66,7 @@ nlohmann::json candidate_stats_json(const CandidateStats& c) {
             {"bytes_read", e.bytes_read},
             {"missed_bytes", e.missed_bytes},
             {"host_wait_ms", e.host_wait_ms},
+            {"disk_active_ms", e.disk_active_ms},
             {"hit_rate", e.hit_rate()}}}};
 }
 

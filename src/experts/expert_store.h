@@ -51,6 +51,7 @@ struct ExpertStoreStats {
   // bound is the disk's bandwidth over these; bytes_read adds wasted read-aheads.
   uint64_t missed_bytes = 0;
   double host_wait_ms = 0;  // time the compute thread spent blocked in claim_next
+  double disk_active_ms = 0;  // wall time with at least one read running (IoEngineStats)
 };
 
 class ExpertStore {

@@ -111,7 +111,10 @@ bool QueuedIoEngine::finished(Ticket ticket) const {
 
 IoEngineStats QueuedIoEngine::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  IoEngineStats stats = stats_;
+  if (running_ > 0)
+    stats.active_seconds += std::chrono::duration<double>(Clock::now() - active_since_).count();
+  return stats;
 }
 
 QueuedIoEngine::Request* QueuedIoEngine::start_next() {
@@ -121,6 +124,7 @@ QueuedIoEngine::Request* QueuedIoEngine::start_next() {
   Request& request = requests_.at(ticket);
   request.state = Request::State::kRunning;
   request.started = Clock::now();
+  if (running_++ == 0) active_since_ = request.started;
   return &request;
 }
 
@@ -132,6 +136,8 @@ void QueuedIoEngine::finish(Request* request, Status status, uint64_t bytes_read
   ++stats_.requests_completed;
   stats_.bytes_read += bytes_read;
   stats_.busy_seconds += std::chrono::duration<double>(now - request->started).count();
+  if (--running_ == 0)
+    stats_.active_seconds += std::chrono::duration<double>(now - active_since_).count();
   // Notified under the lock: the condition variable lives on the waiter's stack and is gone
   // as soon as the waiter can take the lock and return.
   if (request->waiter != nullptr) request->waiter->notify_one();

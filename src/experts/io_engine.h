@@ -70,6 +70,10 @@ struct IoEngineStats {
   // Summed over requests, from start to finish: with several requests running at once it
   // exceeds wall time, as thread time does for a thread pool.
   double busy_seconds = 0;
+  // Wall time during which at least one request was running: the share of a stretch of time
+  // the disk was kept busy. A streaming run whose disk is busy nearly all the time is at the
+  // disk's limit for the bytes it reads, whatever the disk's speed at that moment.
+  double active_seconds = 0;
 };
 
 class IoEngine {

@@ -219,6 +219,20 @@ TEST_F(GatedPreadEngineTest, WaitSleepsInsteadOfSpinning) {
   EXPECT_LT(waiter_cpu_ms, 30.0) << "a 300 ms wait should cost next to no CPU time";
 }
 
+TEST_F(GatedPreadEngineTest, ActiveTimeCountsOnlyWhileAReadRuns) {
+  EXPECT_EQ(engine_->stats().active_seconds, 0.0);
+  const Ticket busy = occupy();
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  const double while_running = engine_->stats().active_seconds;  // the open interval counts
+  EXPECT_GE(while_running, 0.04);
+  gate_.release();
+  wait_all({busy});
+  const double after = engine_->stats().active_seconds;
+  EXPECT_GE(after, while_running);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  EXPECT_EQ(engine_->stats().active_seconds, after);  // idle time does not count
+}
+
 TEST_F(GatedPreadEngineTest, TicketsAreNeverReused) {
   const Ticket busy = occupy();
   std::vector<Ticket> tickets{busy};

@@ -322,7 +322,9 @@ bool StreamingExpertStore::is_resident(int layer, int32_t expert) const {
 
 ExpertStoreStats StreamingExpertStore::stats() const {
   ExpertStoreStats stats = stats_;
-  stats.bytes_read = engine_->stats().bytes_read;
+  const IoEngineStats io = engine_->stats();
+  stats.bytes_read = io.bytes_read;
+  stats.disk_active_ms = io.active_seconds * 1000;
   return stats;
 }
 

@@ -42,13 +42,17 @@ constexpr const char* kDefaultPrompt =
 // shared host's drift (measured here between 18 and 25 GB/s within an hour).
 constexpr uint64_t kProbeBytes = 512ull << 20;
 constexpr int kProbePasses = 3;
-// The disk probe reads expert-slice-sized ranges for this long per measurement.
+// The disk probe reads 1 MiB ranges for this long, before and after every streaming run: this
+// VM's disk moves between 0.9 and 1.9 GB/s from one 2-second probe to the next, so the bound
+// uses the mean of the two around the run.
 constexpr double kDiskProbeSeconds = 2.0;
 
 struct Run {
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0, decode_ms_per_token = 0;
   double memory_bandwidth = 0;  // bytes/s, probed just before the run
-  double disk_bandwidth = 0;    // bytes/s, O_DIRECT expert-sized reads, ditto (streaming only)
+  double disk_bandwidth = 0;    // bytes/s, O_DIRECT 1 MiB reads: mean of the probes around the
+                                // run (streaming only)
+  double disk_before = 0, disk_after = 0;
   double page_cache_share = 0;  // of the model file resident in the page cache at the start
   ExpertCounters decode;        // expert store counters over the decoded tokens
   int64_t decode_tokens = 0;
@@ -163,6 +167,18 @@ Result<Run> run_once(Session& session, const std::vector<int32_t>& prompt, int64
   return run;
 }
 
+// Share of the decode's wall time with at least one expert read running.
+double disk_busy_share(const Run& r) {
+  const double decode_ms = r.decode_ms_per_token * double(r.decode_tokens);
+  return decode_ms > 0 ? r.decode.disk_active_ms / decode_ms : 0.0;
+}
+
+// What the disk delivered while it was busy with the run's reads, bytes/s.
+double disk_delivered(const Run& r) {
+  return r.decode.disk_active_ms > 0 ? double(r.decode.bytes_read) / (r.decode.disk_active_ms / 1000)
+                                     : 0.0;
+}
+
 nlohmann::json summary_json(const Summary& s) {
   return {{"median", s.median}, {"min", s.min}, {"max", s.max}, {"n", s.n}};
 }
@@ -251,29 +267,36 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
         STRATA_ASSIGN_OR_RETURN(const auto prompt,
                                 prompt_tokens(*v.session, text, options.prompt_lengths[p]));
         const double bandwidth = probe.measure(kProbePasses);
-        double disk = 0;
+        double disk_before = 0, disk_after = 0;
         if (v.reader) {
-          STRATA_ASSIGN_OR_RETURN(disk, probe_disk(v, options));
+          STRATA_ASSIGN_OR_RETURN(disk_before, probe_disk(v, options));
         }
         STRATA_ASSIGN_OR_RETURN(Run run, run_once(*v.session, prompt, options.generated_tokens));
+        if (v.reader) {
+          STRATA_ASSIGN_OR_RETURN(disk_after, probe_disk(v, options));
+        }
+        const double disk = (disk_before + disk_after) / 2;
         run.memory_bandwidth = bandwidth;
         run.disk_bandwidth = disk;
+        run.disk_before = disk_before;
+        run.disk_after = disk_after;
         run.page_cache_share = cached;
         v.runs[p].push_back(run);
         progress(fmt::format(
             "run {}/{} {} mem {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s, "
-            "hits {:.1f} %, {:.1f} MB read/token (disk {:.0f} MB/s, memory {:.1f} GB/s)",
+            "hits {:.1f} %, {:.1f} MB read/token, disk busy {:.0f} % (disk {:.0f} MB/s, memory "
+            "{:.1f} GB/s)",
             rep + 1, options.repetitions, v.path, v.budget_text, options.prompt_lengths[p],
             run.prefill_tokens_per_s, run.decode_tokens_per_s, 100 * run.decode.hit_rate(),
             run.decode_tokens ? double(run.decode.bytes_read) / 1e6 / double(run.decode_tokens)
                               : 0.0,
-            disk / 1e6, bandwidth / 1e9));
+            100 * disk_busy_share(run), disk / 1e6, bandwidth / 1e9));
       }
 
   std::string markdown =
       "| model | mem | prompt | prefill tok/s | decode tok/s | hits | MB missed / token | "
-      "MB read / token | wait ms / token | bound tok/s | of bound |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "MB read / token | wait ms / token | disk busy | bound tok/s | of bound |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
   for (Variant& v : variants) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(v.path));
@@ -343,17 +366,25 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                                     runs, [](const Run& r) { return r.memory_bandwidth / 1e9; }))},
            {"disk_read_mb_s", summary_json(summarize_runs(
                                   runs, [](const Run& r) { return r.disk_bandwidth / 1e6; }))},
+           {"disk_read_mb_s_before_run", summary_json(summarize_runs(
+                                             runs, [](const Run& r) { return r.disk_before / 1e6; }))},
+           {"disk_read_mb_s_after_run", summary_json(summarize_runs(
+                                            runs, [](const Run& r) { return r.disk_after / 1e6; }))},
+           {"decode_disk_busy_share", summary_json(summarize_runs(runs, disk_busy_share))},
+           {"decode_disk_delivered_mb_s",
+            summary_json(summarize_runs(runs, [](const Run& r) { return disk_delivered(r) / 1e6; }))},
            {"page_cache_share_at_start", summary_json(cached)},
            {"bound_tokens_per_s", summary_json(bound_summary)},
            {"bound_kind", disk_bounded ? "disk" : "memory"},
            {"decode_fraction_of_bound", summary_json(fraction)}});
       markdown += fmt::format(
           "| {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
-          "{:.1f} | {:.1f} | {:.2f} {} | {:.0f} % ({:.0f}-{:.0f}) |\n",
+          "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {:.0f} % ({:.0f}-{:.0f}) |\n",
           std::filesystem::path(v.path).filename().string(), v.budget_text,
           options.prompt_lengths[p], prefill.median, prefill.min, prefill.max, decode.median,
           decode.min, decode.max, 100 * hits.median, missed.median / 1e6, read.median / 1e6,
-          wait.median, bound_summary.median, disk_bounded ? "(disk)" : "(memory)",
+          wait.median, 100 * summarize_runs(runs, disk_busy_share).median, bound_summary.median,
+          disk_bounded ? "(disk)" : "(memory)",
           100 * fraction.median, 100 * fraction.min, 100 * fraction.max);
     }
   }

@@ -43,6 +43,7 @@ ExpertCounters SessionStats::decode_experts() const {
     sum.bytes_read += step.experts.bytes_read;
     sum.missed_bytes += step.experts.missed_bytes;
     sum.host_wait_ms += step.experts.host_wait_ms;
+    sum.disk_active_ms += step.experts.disk_active_ms;
   }
   return sum;
 }
@@ -65,6 +66,7 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
   c.bytes_read = s.bytes_read;
   c.missed_bytes = s.missed_bytes;
   c.host_wait_ms = s.host_wait_ms;
+  c.disk_active_ms = s.disk_active_ms;
   return c;
 }
 
@@ -89,6 +91,7 @@ ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {
   d.bytes_read = a.bytes_read - b.bytes_read;
   d.missed_bytes = a.missed_bytes - b.missed_bytes;
   d.host_wait_ms = a.host_wait_ms - b.host_wait_ms;
+  d.disk_active_ms = a.disk_active_ms - b.disk_active_ms;
   return d;
 }
 

@@ -32,6 +32,7 @@ nlohmann::json counters_json(const ExpertCounters& c) {
           {"bytes_read", c.bytes_read},
           {"missed_bytes", c.missed_bytes},
           {"host_wait_ms", c.host_wait_ms},
+          {"disk_active_ms", c.disk_active_ms},
           {"hit_rate", c.hit_rate()}};
 }
 
@@ -91,12 +92,14 @@ int run(RunFlags flags) {
     const ExpertCounters& e = stats.experts;
     std::fprintf(stderr,
                  "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "
-                 "%.1f MB read, %.1f ms waiting; peak RSS %.1f MiB\n",
+                 "%.1f MB read, %.1f ms waiting, disk reading %.0f %% of the time; peak RSS %.1f "
+                 "MiB\n",
                  100 * e.hit_rate(), static_cast<unsigned long long>(e.hits),
                  static_cast<unsigned long long>(e.readahead_hits),
                  static_cast<unsigned long long>(e.late_readaheads),
                  static_cast<unsigned long long>(e.misses), double(e.bytes_read) / 1e6,
-                 e.host_wait_ms, double(Session::peak_rss_bytes()) / 1048576);
+                 e.host_wait_ms, 100 * e.disk_active_ms / (stats.prefill_ms + stats.decode_ms),
+                 double(Session::peak_rss_bytes()) / 1048576);
   }
   if (!flags.stats_path.empty()) {
     const Status written = write_stats(flags.stats_path, session, int64_t(prompt.size()));
