@@ -130,9 +130,10 @@ PY
 
 # arena_readahead.md: the real arena at a 25 % share on the held-out documents, token by token
 # in decode steps (`strata eval run`, one window per document: its first 1024 tokens, each
-# document from an empty arena as cachesim replays it), with read-ahead off, and at the top-8
-# one and two layers ahead (two is the default for this model's small units): plain hits, and
-# hits + read-aheads that arrived in time, against MIN on the same traces.
+# document from an empty arena as cachesim replays it), with read-ahead off, at the top-8 one
+# layer ahead, and two layers ahead reading the farther layer's top 2 (the default for this
+# model's small units) or all 8: plain hits, and hits + read-aheads that arrived in time,
+# against MIN on the same traces.
 for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
   json:live_multiple_220-94-2 math:gsm8k-13; do
   domain=${doc%%:*}
@@ -146,11 +147,11 @@ print(json.dumps({"format": "strata-eval-suite", "version": 1, "eval_dir": eval_
                   "tokenizer": {"path": model, "n_tokens": 16384}, "seed": 0,
                   "windows_per_domain": 1, "prompt": 1, "scored": 1023, "windows": [window]}))
 PY
-  for setting in 0:1 8:1 8:2; do
-    readahead=${setting%:*} layers=${setting#*:}
+  for setting in 0:1:0 8:1:0 8:2:2 8:2:8; do
+    IFS=: read -r readahead layers far <<<"$setting"
     "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" --arena 25% \
-      --readahead "$readahead" --readahead-layers "$layers" \
-      -o "$work/arena-ra$readahead-l$layers-$domain.json" >/dev/null 2>&1
+      --readahead "$readahead" --readahead-layers "$layers" --readahead-far "$far" \
+      -o "$work/arena-ra$readahead-l$layers-f$far-$domain.json" >/dev/null 2>&1
   done
 done
 python3 - "$work" "$out/heldout.json" >"$out/arena_readahead.md" <<'PY'
@@ -159,16 +160,16 @@ work, heldout = sys.argv[1:]
 print("# The arena's read-ahead against MIN\n")
 print("Decode steps over the first 1024 tokens of each held-out document, `--arena 25%`, policy")
 print("successor; shares of all expert claims.\n")
-print("| read-ahead | layers ahead | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
-print("|---:|---:|---:|---:|---:|---:|---:|")
-for readahead, layers in ((0, 1), (8, 1), (8, 2)):
+print("| read-ahead | layers ahead | farther layer reads | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+for readahead, layers, far in ((0, 1, 0), (8, 1, 0), (8, 2, 2), (8, 2, 8)):
     total = dict(hits=0, readahead_hits=0, late_readaheads=0, misses=0)
-    for path in glob.glob(f"{work}/arena-ra{readahead}-l{layers}-*.json"):
+    for path in glob.glob(f"{work}/arena-ra{readahead}-l{layers}-f{far}-*.json"):
         experts = json.load(open(path))["candidate_stats"]["decode_experts"]
         for key in total: total[key] += experts[key]
     n = sum(total.values())
     share = {k: 100 * v / n for k, v in total.items()}
-    print(f"| {readahead} | {layers if readahead else '-'} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
+    print(f"| {readahead} | {layers if readahead else '-'} | {far if layers > 1 else '-'} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
           f"{share['hits'] + share['readahead_hits']:.1f} % | {share['late_readaheads']:.1f} % | "
           f"{share['misses']:.1f} % |")
 results = json.load(open(heldout))["results"]

@@ -44,6 +44,7 @@ struct StreamingSetup {
   int readahead_layers = 1;
   int io_depth = 0;                // 0: the engine's default (2 x io_threads)
   int readahead_budget_units = 0;  // per layer; 0: no byte limit
+  int readahead_far = 8;           // predictions read for each layer beyond the next
 };
 
 struct StreamingRun {
@@ -76,6 +77,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
                            .moce_protect = 3,
                            .readahead = setup.readahead,
                            .readahead_layers = setup.readahead_layers,
+                           .readahead_far = setup.readahead_far,
                            .readahead_bytes_per_token = uint64_t(setup.readahead_budget_units) *
                                                         layout.layers[0].unit_bytes() *
                                                         uint64_t(layout.n_layer())});
@@ -203,6 +205,28 @@ TEST(StreamingReadaheadBudget, CapsReadsPerTokenAndKeepsLogitsExact) {
   EXPECT_LE(capped_run.value().stats.readaheads_issued, 3 * n_layer * tokens.size());
   EXPECT_LT(capped_run.value().stats.readaheads_issued, free_run.value().stats.readaheads_issued);
   EXPECT_GT(capped_run.value().stats.readaheads_issued, 0u);
+}
+
+// Farther layers read only their top predictions: fewer reads, the same logits.
+TEST(StreamingReadaheadFar, FartherLayersReadOnlyTheirTopPredictions) {
+  const auto tokens = sequence("trained", "dev_chat");
+  testing::ModelRunner resident(bundled_model(), 2);
+  const auto reference = resident.logits(tokens, 1);
+  StreamingSetup all_eight{0.25, 2, 2, 8, 1, 0, 2};
+  StreamingSetup top_two = all_eight;
+  top_two.readahead_far = 2;
+  StreamingSetup next_only = all_eight;
+  next_only.readahead_layers = 1;
+  const auto all_run = run_streaming(bundled_model(), tokens, all_eight);
+  const auto two_run = run_streaming(bundled_model(), tokens, top_two);
+  const auto next_run = run_streaming(bundled_model(), tokens, next_only);
+  ASSERT_TRUE(all_run.ok() && two_run.ok() && next_run.ok());
+  EXPECT_TRUE(bit_identical(reference, two_run.value().logits));
+  const uint64_t all = all_run.value().stats.readaheads_issued;
+  const uint64_t two = two_run.value().stats.readaheads_issued;
+  const uint64_t next = next_run.value().stats.readaheads_issued;
+  EXPECT_LT(two, all);
+  EXPECT_GT(two, next);  // the farther layer's top two still start reads of their own
 }
 
 std::vector<uint8_t> file_bytes(const std::string& path) {

@@ -41,6 +41,10 @@ struct SessionOptions {
   int readahead = -1;  // experts per layer predicted for the next layer; -1: the top-k
   // How many layers ahead the read-ahead predicts; 0: two for expert units under 1 MiB, else one.
   int readahead_layers = 0;
+  // Of each layer beyond the next, only the top `readahead_far` predictions are read: the
+  // farther guess is less certain, and on small expert units the disk is bound by reads per
+  // second. -1: two (or --readahead, if fewer).
+  int readahead_far = -1;
   // Bytes of read-ahead reads one forward step (a token, in decode) may start, spread evenly
   // over the layers; predictions past a layer's share start no read. 0: no byte limit.
   uint64_t readahead_budget = 0;
@@ -81,7 +85,7 @@ struct ExpertCounters {
   uint64_t readaheads_issued = 0, readaheads_wasted = 0, bytes_read = 0, missed_bytes = 0;
   double host_wait_ms = 0;
   double disk_active_ms = 0;  // wall time with at least one expert read running
-  double hit_rate() const;  // (hits + read-ahead hits) / all claims
+  double hit_rate() const;    // (hits + read-ahead hits) / all claims
 };
 
 // What the session did since it was opened (or since reset_stats()).

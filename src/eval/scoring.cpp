@@ -144,6 +144,7 @@ Result<nlohmann::json> describe_model(const SessionOptions& o, ScoringMode mode)
     json["cache_policy"] = o.cache_policy;
     json["readahead"] = o.readahead;
     json["readahead_layers"] = o.readahead_layers;
+    json["readahead_far"] = o.readahead_far;
     json["readahead_budget"] = o.readahead_budget;
     json["io_backend"] = o.io_backend;
     json["io_threads"] = o.io_threads;

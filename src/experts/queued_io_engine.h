@@ -78,7 +78,7 @@ class QueuedIoEngine : public IoEngine {
   RequestTable requests_;
   Ticket next_ticket_ = 1;
   IoEngineStats stats_;
-  int running_ = 0;                   // requests between start_next() and finish()
+  int running_ = 0;                 // requests between start_next() and finish()
   Clock::time_point active_since_;  // when running_ last rose from 0
 };
 

@@ -263,8 +263,9 @@ void Transformer::predict_next_layers(int layer, int64_t n) {
         best_rank[size_t(top[r])] = std::min(best_rank[size_t(top[r])], r);
     }
     if (prefetched == 0) return;
+    const int read = distance == 1 ? prefetched : std::clamp(routing_.readahead_far, 0, prefetched);
     predicted_.clear();
-    for (int r = 0; r < prefetched; ++r)
+    for (int r = 0; r < read; ++r)
       for (int64_t e = 0; e < n_expert; ++e)
         if (best_rank[size_t(e)] == r) predicted_.push_back(int32_t(e));
     budget -= experts_.prefetch(next, predicted_, budget);

@@ -48,9 +48,11 @@ struct RoutingOptions {
   // Read-ahead: experts per layer predicted for each of the next `readahead_layers` layers
   // (router_{l+d} applied to norm_{l+d} of layer l's hidden state after its attention) and
   // handed to the store's prefetch. 0: off. Predicting two layers ahead gives a read two
-  // layers' compute to land, for a less certain guess about the farther layer.
+  // layers' compute to land, for a less certain guess about the farther layer: of each layer
+  // beyond the next only the top `readahead_far` are read.
   int readahead = 0;
   int readahead_layers = 1;
+  int readahead_far = 0;  // predictions read for each layer beyond the next (at most readahead)
   // Bytes of read-ahead reads a token may start, spread evenly over its layers (each layer's
   // share goes to its predictions nearest layer first, best rank first). 0: no byte limit.
   uint64_t readahead_bytes_per_token = 0;

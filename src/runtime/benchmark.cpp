@@ -175,8 +175,9 @@ double disk_busy_share(const Run& r) {
 
 // What the disk delivered while it was busy with the run's reads, bytes/s.
 double disk_delivered(const Run& r) {
-  return r.decode.disk_active_ms > 0 ? double(r.decode.bytes_read) / (r.decode.disk_active_ms / 1000)
-                                     : 0.0;
+  return r.decode.disk_active_ms > 0
+             ? double(r.decode.bytes_read) / (r.decode.disk_active_ms / 1000)
+             : 0.0;
 }
 
 nlohmann::json summary_json(const Summary& s) {
@@ -366,13 +367,14 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                                     runs, [](const Run& r) { return r.memory_bandwidth / 1e9; }))},
            {"disk_read_mb_s", summary_json(summarize_runs(
                                   runs, [](const Run& r) { return r.disk_bandwidth / 1e6; }))},
-           {"disk_read_mb_s_before_run", summary_json(summarize_runs(
-                                             runs, [](const Run& r) { return r.disk_before / 1e6; }))},
-           {"disk_read_mb_s_after_run", summary_json(summarize_runs(
-                                            runs, [](const Run& r) { return r.disk_after / 1e6; }))},
+           {"disk_read_mb_s_before_run",
+            summary_json(summarize_runs(runs, [](const Run& r) { return r.disk_before / 1e6; }))},
+           {"disk_read_mb_s_after_run",
+            summary_json(summarize_runs(runs, [](const Run& r) { return r.disk_after / 1e6; }))},
            {"decode_disk_busy_share", summary_json(summarize_runs(runs, disk_busy_share))},
            {"decode_disk_delivered_mb_s",
-            summary_json(summarize_runs(runs, [](const Run& r) { return disk_delivered(r) / 1e6; }))},
+            summary_json(
+                summarize_runs(runs, [](const Run& r) { return disk_delivered(r) / 1e6; }))},
            {"page_cache_share_at_start", summary_json(cached)},
            {"bound_tokens_per_s", summary_json(bound_summary)},
            {"bound_kind", disk_bounded ? "disk" : "memory"},
@@ -384,8 +386,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
           options.prompt_lengths[p], prefill.median, prefill.min, prefill.max, decode.median,
           decode.min, decode.max, 100 * hits.median, missed.median / 1e6, read.median / 1e6,
           wait.median, 100 * summarize_runs(runs, disk_busy_share).median, bound_summary.median,
-          disk_bounded ? "(disk)" : "(memory)",
-          100 * fraction.median, 100 * fraction.min, 100 * fraction.max);
+          disk_bounded ? "(disk)" : "(memory)", 100 * fraction.median, 100 * fraction.min,
+          100 * fraction.max);
     }
   }
   record["results"] = results;

@@ -73,9 +73,11 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
 // Small units are latency-bound: a read takes about as long whatever its size, longer than a
 // layer's compute, so predicting two layers ahead turns late read-aheads into timely ones
 // (strata-tiny-moe, 41 KB units: hits + timely read-ahead hits 71-72 % -> 76-77 % at a 25 %
-// arena) and the extra wrong guesses cost little. Large units are bandwidth-bound: the wrong
-// guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB units:
-// 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
+// arena). Their disk is bound by reads per second, so the farther layer reads only its top
+// two guesses (readahead_far): all eight read 20 % more and decoded ~15 % slower (280 against
+// 324 tok/s, three alternated pairs, `strata run --arena 25%`). Large units are bandwidth-bound:
+// the wrong guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB
+// units: 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
 int default_readahead_layers(const ExpertLayout& experts) {
   return experts.has_large_units() ? 1 : 2;
 }
@@ -180,6 +182,8 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   routing.readahead_layers = options.readahead_layers > 0
                                  ? options.readahead_layers
                                  : default_readahead_layers(impl->model().weights().experts);
+  routing.readahead_far =
+      options.readahead_far >= 0 ? options.readahead_far : std::min(routing.readahead, 2);
   routing.readahead_bytes_per_token = options.readahead_budget;
   impl->transformer->set_routing(routing);
   impl->install_route_observer();

@@ -31,6 +31,10 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->add_option("--readahead-layers", options->session.readahead_layers,
                    "how many layers ahead to predict (0: by expert unit size)")
       ->check(CLI::Range(0, 8));
+  command
+      ->add_option("--readahead-far", options->session.readahead_far,
+                   "top predictions prefetched for each layer beyond the next (default: 2)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--readahead-budget", *readahead_budget,
                       "read-ahead bytes a token may start (e.g. 64M; default: no limit)");
   command->add_option("--io-threads", options->session.io_threads, "reader threads");

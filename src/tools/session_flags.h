@@ -39,6 +39,11 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
                    "how many layers ahead to predict and prefetch (0: 2 for expert units under 1 "
                    "MiB, else 1)")
       ->check(CLI::Range(0, 8));
+  command
+      ->add_option("--readahead-far", options.readahead_far,
+                   "of each layer beyond the next, prefetch only this many top predictions "
+                   "(default: 2)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--readahead-budget", flags.readahead_budget,
                       "bytes of read-ahead a token may start, spread over its layers (e.g. 64M; "
                       "default: no limit)");
