@@ -188,43 +188,45 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
   EXPECT_LT(first.value().stats.misses, exact_run.value().stats.misses);
 }
 
-// A read-ahead byte budget caps the reads a token starts; what routing sees stays exact.
-TEST(StreamingReadaheadBudget, CapsReadsPerTokenAndKeepsLogitsExact) {
-  const auto tokens = sequence("trained", "dev_chat");
-  testing::ModelRunner resident(bundled_model(), 2);
-  const auto reference = resident.logits(tokens, 1);
-  StreamingSetup unlimited{0.25, 2, 2, 8, 1, 0, 2};
-  StreamingSetup capped = unlimited;
+// Limits on read-ahead, on the trained model's dev_chat at a 25 % arena, top-8 two layers
+// ahead: they change which reads start, never what routing sees.
+class StreamingReadaheadLimits : public ::testing::Test {
+ protected:
+  // The read-aheads a run started; its logits must equal the all-resident run's.
+  uint64_t readaheads_issued(const StreamingSetup& setup) {
+    const auto run = run_streaming(bundled_model(), tokens_, setup);
+    EXPECT_TRUE(run.ok()) << run.status().message();
+    if (!run.ok()) return 0;
+    EXPECT_TRUE(bit_identical(reference_, run.value().logits));
+    return run.value().stats.readaheads_issued;
+  }
+
+  const std::vector<int32_t> tokens_ = sequence("trained", "dev_chat");
+  testing::ModelRunner resident_{bundled_model(), 2};
+  const std::vector<float> reference_ = resident_.logits(tokens_, 1);
+  const StreamingSetup unlimited_{0.25, 2, 2, 8, 1, 0, 2};
+};
+
+TEST_F(StreamingReadaheadLimits, ByteBudgetCapsReadsPerToken) {
+  StreamingSetup capped = unlimited_;
   capped.readahead_budget_units = 3;
-  const auto free_run = run_streaming(bundled_model(), tokens, unlimited);
-  const auto capped_run = run_streaming(bundled_model(), tokens, capped);
-  ASSERT_TRUE(free_run.ok() && capped_run.ok());
-  EXPECT_TRUE(bit_identical(reference, capped_run.value().logits));
+  const uint64_t free_reads = readaheads_issued(unlimited_);
+  const uint64_t capped_reads = readaheads_issued(capped);
   // Every forward step (one token here) starts at most 3 units' worth per layer.
-  const uint64_t n_layer = resident.model().weights().experts.layers.size();
-  EXPECT_LE(capped_run.value().stats.readaheads_issued, 3 * n_layer * tokens.size());
-  EXPECT_LT(capped_run.value().stats.readaheads_issued, free_run.value().stats.readaheads_issued);
-  EXPECT_GT(capped_run.value().stats.readaheads_issued, 0u);
+  const uint64_t n_layer = resident_.model().weights().experts.layers.size();
+  EXPECT_LE(capped_reads, 3 * n_layer * tokens_.size());
+  EXPECT_LT(capped_reads, free_reads);
+  EXPECT_GT(capped_reads, 0u);
 }
 
-// Farther layers read only their top predictions: fewer reads, the same logits.
-TEST(StreamingReadaheadFar, FartherLayersReadOnlyTheirTopPredictions) {
-  const auto tokens = sequence("trained", "dev_chat");
-  testing::ModelRunner resident(bundled_model(), 2);
-  const auto reference = resident.logits(tokens, 1);
-  StreamingSetup all_eight{0.25, 2, 2, 8, 1, 0, 2};
-  StreamingSetup top_two = all_eight;
+TEST_F(StreamingReadaheadLimits, FartherLayersReadOnlyTheirTopPredictions) {
+  StreamingSetup top_two = unlimited_;
   top_two.readahead_far = 2;
-  StreamingSetup next_only = all_eight;
+  StreamingSetup next_only = unlimited_;
   next_only.readahead_layers = 1;
-  const auto all_run = run_streaming(bundled_model(), tokens, all_eight);
-  const auto two_run = run_streaming(bundled_model(), tokens, top_two);
-  const auto next_run = run_streaming(bundled_model(), tokens, next_only);
-  ASSERT_TRUE(all_run.ok() && two_run.ok() && next_run.ok());
-  EXPECT_TRUE(bit_identical(reference, two_run.value().logits));
-  const uint64_t all = all_run.value().stats.readaheads_issued;
-  const uint64_t two = two_run.value().stats.readaheads_issued;
-  const uint64_t next = next_run.value().stats.readaheads_issued;
+  const uint64_t all = readaheads_issued(unlimited_);
+  const uint64_t two = readaheads_issued(top_two);
+  const uint64_t next = readaheads_issued(next_only);
   EXPECT_LT(two, all);
   EXPECT_GT(two, next);  // the farther layer's top two still start reads of their own
 }
