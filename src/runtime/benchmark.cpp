@@ -323,6 +323,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       const Summary wait =
           summarize_runs(runs, [&](const Run& r) { return per_token(r, r.decode.host_wait_ms); });
       const Summary cached = summarize_runs(runs, [](const Run& r) { return r.page_cache_share; });
+      const Summary disk_busy = summarize_runs(runs, disk_busy_share);
       // The bound, each run against its own probes: decode reads its weight bytes and the KV
       // cache per token from memory, and a streaming one also its missed experts from disk; at best
       // the two overlap, so the slower of them bounds it. Missed bytes, not bytes read: a wasted
@@ -371,7 +372,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
             summary_json(summarize_runs(runs, [](const Run& r) { return r.disk_before / 1e6; }))},
            {"disk_read_mb_s_after_run",
             summary_json(summarize_runs(runs, [](const Run& r) { return r.disk_after / 1e6; }))},
-           {"decode_disk_busy_share", summary_json(summarize_runs(runs, disk_busy_share))},
+           {"decode_disk_busy_share", summary_json(disk_busy)},
            {"decode_disk_delivered_mb_s",
             summary_json(
                 summarize_runs(runs, [](const Run& r) { return disk_delivered(r) / 1e6; }))},
@@ -385,7 +386,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
           std::filesystem::path(v.path).filename().string(), v.budget_text,
           options.prompt_lengths[p], prefill.median, prefill.min, prefill.max, decode.median,
           decode.min, decode.max, 100 * hits.median, missed.median / 1e6, read.median / 1e6,
-          wait.median, 100 * summarize_runs(runs, disk_busy_share).median, bound_summary.median,
+          wait.median, 100 * disk_busy.median, bound_summary.median,
           disk_bounded ? "(disk)" : "(memory)", 100 * fraction.median, 100 * fraction.min,
           100 * fraction.max);
     }
