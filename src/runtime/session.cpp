@@ -74,8 +74,8 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
 // layer's compute, so predicting two layers ahead turns late read-aheads into timely ones
 // (strata-tiny-moe, 41 KB units: hits + timely read-ahead hits 71-72 % -> 76-77 % at a 25 %
 // arena). Their disk is bound by reads per second, so the farther layer reads only its top
-// two guesses (readahead_far): all eight read 20 % more and decoded ~15 % slower (280 against
-// 324 tok/s, three alternated pairs, `strata run --arena 25%`). Large units are bandwidth-bound:
+// two guesses (readahead_far): all eight read 14 % more and decoded 10 % slower on average, in
+// 6 of 7 alternated pairs of `strata run --arena 25%` (README). Large units are bandwidth-bound:
 // the wrong guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB
 // units: 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
 int default_readahead_layers(const ExpertLayout& experts) {
