@@ -192,13 +192,16 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
 // ahead: they change which reads start, never what routing sees.
 class StreamingReadaheadLimits : public ::testing::Test {
  protected:
-  // The read-aheads a run started; its logits must equal the all-resident run's.
-  uint64_t readaheads_issued(const StreamingSetup& setup) {
+  // A run's counters; its logits must equal the all-resident run's.
+  ExpertStoreStats exact_run(const StreamingSetup& setup) {
     const auto run = run_streaming(bundled_model(), tokens_, setup);
     EXPECT_TRUE(run.ok()) << run.status().message();
-    if (!run.ok()) return 0;
+    if (!run.ok()) return {};
     EXPECT_TRUE(bit_identical(reference_, run.value().logits));
-    return run.value().stats.readaheads_issued;
+    return run.value().stats;
+  }
+  uint64_t readaheads_issued(const StreamingSetup& setup) {
+    return exact_run(setup).readaheads_issued;
   }
 
   const std::vector<int32_t> tokens_ = sequence("trained", "dev_chat");
@@ -229,6 +232,18 @@ TEST_F(StreamingReadaheadLimits, FartherLayersReadOnlyTheirTopPredictions) {
   const uint64_t next = readaheads_issued(next_only);
   EXPECT_LT(two, all);
   EXPECT_GT(two, next);  // the farther layer's top two still start reads of their own
+}
+
+// While the arena has never had to evict, an unused prediction stays: no unit is read twice.
+TEST_F(StreamingReadaheadLimits, RoomyArenaKeepsUnusedPredictions) {
+  StreamingSetup roomy = unlimited_;
+  roomy.arena_fraction = 1.0;
+  const ExpertStoreStats stats = exact_run(roomy);
+  const ExpertLayout& layout = resident_.model().weights().experts;
+  EXPECT_GT(stats.readaheads_issued, 0u);
+  EXPECT_EQ(stats.readaheads_wasted, 0u);
+  EXPECT_LE(stats.misses + stats.readaheads_issued,
+            uint64_t(layout.n_layer()) * uint64_t(layout.n_expert));
 }
 
 std::vector<uint8_t> file_bytes(const std::string& path) {

@@ -22,6 +22,7 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
     for (int i = size_class.n_slots - 1; i >= 0; --i) free.push_back(i);
     store->free_slots_.push_back(std::move(free));
     store->settling_slots_.emplace_back();
+    store->evicted_.push_back(false);
     STRATA_ASSIGN_OR_RETURN(
         auto policy, make_policy(options.policy,
                                  {size_t(size_class.n_slots), layout.n_layer(), layout.n_expert}));
@@ -134,6 +135,7 @@ int StreamingExpertStore::take_slot(int size_class, bool for_prefetch) {
     return take_slot(size_class, for_prefetch);
   }
   const int index = slot_of_unit_[*victim];
+  evicted_[size_t(size_class)] = true;
   policies_[size_t(size_class)]->on_remove(*victim);
   slot_of_unit_[*victim] = -1;
   free_slot(size_class, index);
@@ -184,11 +186,18 @@ void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> exper
     }
     needs_.push_back(need);
   }
-  // Predictions this layer did not use are dropped, finished or not.
+  // Predictions this layer did not use are dropped, finished or not, once the arena is full
+  // enough to evict; before that they stay, as units the conversation has not used yet (a
+  // 100 % arena of the 30B-A3B shape read 24 MB a token again, dropping them).
   for (int32_t expert : speculations_[size_t(layer)]) {
     const int32_t unit = unit_id(layer, expert);
     const int index = slot_of_unit_[size_t(unit)];
     if (index < 0 || !slot(c, index).speculative) continue;
+    if (!evicted_[size_t(c)]) {
+      slot(c, index).speculative = false;
+      policy.on_insert(uint32_t(unit), /*prefill=*/true);
+      continue;
+    }
     slot_of_unit_[size_t(unit)] = -1;
     ++stats_.readaheads_wasted;
     settle_slot(c, index);

@@ -6,6 +6,9 @@
 //   absent -> speculative (prefetch() started a read; not resident for routing purposes)
 //          -> resident (begin_layer() needed it: claimed from speculation, or read on demand)
 //          -> absent (evicted by the policy, or a speculation dropped unused)
+// (A speculation its layer did not use stays, as a resident unit, while its size class has
+// never had to evict: the arena then has room, and dropping it would only mean reading it
+// again the next time it is predicted.)
 // Residency as routing sees it (is_resident) and the policy's state change only in
 // begin_layer() and prefetch(), in argument order, so they are a function of the routes
 // alone, never of I/O timing. A speculation its layer did not use is dropped at that layer's
@@ -103,6 +106,7 @@ class StreamingExpertStore final : public ExpertStore {
   // 25 %: ~30 ms a token), so these slots become free at the next begin_layer(), a point that
   // does not depend on I/O timing, by when their reads have mostly ended.
   std::vector<std::vector<int>> settling_slots_;
+  std::vector<bool> evicted_;  // [class]: the policy has chosen a victim at least once
   std::vector<std::unique_ptr<ReplacementPolicy>> policies_;  // [class]
   std::vector<int32_t> slot_of_unit_;                         // -1: not in the arena
   std::vector<std::vector<int32_t>> speculations_;            // [layer]: experts prefetched
