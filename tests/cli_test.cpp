@@ -47,6 +47,10 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"run -m " + kModel + " -p hi --mem 1M", "the memory budget 1.00 MiB is"},
       {"run -m " + kModel + " -p hi --mem lots", "invalid size 'lots'"},
       {"run -m " + kModel + " -p hi --mem 1G --io carrier-pigeon", "unknown I/O backend"},
+      {"run -m " + kModel + " -p hi --io-depth -1",
+       "--io-depth: must be a whole number, 0 or more (got '-1')"},
+      {"bench -m " + kModel + " --io-threads 0", "--io-threads: must be a whole number, 1 or more"},
+      {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
   };
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 
 namespace strata::tools {
@@ -34,14 +35,15 @@ void add_bench_command(CLI::App& app, Action& action) {
   command
       ->add_option("--readahead-far", options->session.readahead_far,
                    "top predictions prefetched for each layer beyond the next (default: 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--readahead-budget", *readahead_budget,
                       "read-ahead bytes a token may start (e.g. 64M; default: no limit)");
-  command->add_option("--io-threads", options->session.io_threads, "reader threads");
+  command->add_option("--io-threads", options->session.io_threads, "reader threads")
+      ->check(at_least(1));
   command
       ->add_option("--io-depth", options->session.io_depth,
                    "expert reads io_uring keeps in flight (0: by expert unit size)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--io", options->session.io_backend, "auto, pread or uring");
   command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");

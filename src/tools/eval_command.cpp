@@ -229,11 +229,11 @@ void add_reference_flags(CLI::App* command, SessionFlags& flags) {
   command->add_option("--ref-arena", flags.arena_share, "reference: arena share (25%)");
   command->add_option("--ref-moce", o.moce_bonus, "reference: cache-aware routing bonus");
   command->add_option("--ref-moce-protect", o.moce_protect, "reference: exact top picks")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--ref-readahead", o.readahead, "reference: experts prefetched per layer");
   command->add_option("--ref-cache-policy", o.cache_policy, "reference: arena policy");
   command->add_option("--ref-prefill-chunk", o.prefill_chunk, "reference: prompt tokens per batch")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
 }
 
 void add_run(CLI::App* eval_app, Action& action) {
@@ -256,7 +256,7 @@ void add_run(CLI::App* eval_app, Action& action) {
       ->add_option("--save-ref-top-k", flags->save_top_k,
                    "store the top K log-probs per row (0: full rows; default: full rows up "
                    "to 65,536 tokens of vocabulary, else 256)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   add_bootstrap_flags(command, flags->bootstrap);
   add_output_flags(command, flags->outputs);
   command->callback([&action, flags] { action = [flags] { return run(*flags); }; });

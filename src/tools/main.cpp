@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help prints the usage
+    // Like every other bad input: one line, exit code 1.
+    return report_failure(strata::Status::error(error.what()));
   }
   return action();
 }

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "tools/cli_checks.h"
+
 namespace strata::tools {
 
 // --mem and --arena are parsed after CLI11: call resolve_session_flags().
@@ -31,7 +33,7 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   command
       ->add_option("--moce-protect", options.moce_protect,
                    "top picks always taken from the exact router logits")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--readahead", options.readahead,
                       "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
   command
@@ -43,28 +45,27 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
       ->add_option("--readahead-far", options.readahead_far,
                    "of each layer beyond the next, prefetch only this many top predictions "
                    "(default: 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--readahead-budget", flags.readahead_budget,
                       "bytes of read-ahead a token may start, spread over its layers (e.g. 64M; "
                       "default: no limit)");
-  command->add_option("--io-threads", options.io_threads, "reader threads")
-      ->check(CLI::PositiveNumber);
+  command->add_option("--io-threads", options.io_threads, "reader threads")->check(at_least(1));
   command
       ->add_option("--io-depth", options.io_depth,
                    "expert reads io_uring keeps in flight (0: 1 for expert units of 1 MiB or "
                    "more, else 2 x io-threads)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
   command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy");
   command->add_option("--warm", options.warm_path,
                       "expert usage file: preload its hottest experts, save usage at exit");
   command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--prefill-chunk", options.prefill_chunk, "prompt tokens per forward batch")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
 }
 
 inline Status resolve_session_flags(SessionFlags& flags) {
@@ -86,7 +87,7 @@ inline Status resolve_session_flags(SessionFlags& flags) {
 
 inline void add_sampling_flags(CLI::App* command, GenerateOptions& options) {
   command->add_option("-n,--n-predict", options.max_tokens, "tokens to generate")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("--temp", options.temperature, "temperature (0: greedy)");
   command->add_option("--top-k", options.top_k, "keep the k most likely tokens (0: off)");
   command->add_option("--top-p", options.top_p, "nucleus sampling threshold (1: off)");

@@ -117,7 +117,7 @@ void add_trace_command(CLI::App& app, Action& action) {
   prompt->excludes(file)->excludes(forced);
   file->excludes(forced);
   command->add_option("--limit", flags->limit, "feed at most this many tokens of the text")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   command->add_option("-o,--out", flags->out_path, "trace file to write")->required();
   command->callback([&action, flags, prompt, file, forced] {
     action = [flags, prompt, file, forced] {
