@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
-#include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/session_flags.h"
 
 namespace strata::tools {
 
@@ -26,26 +26,7 @@ void add_bench_command(CLI::App& app, Action& action) {
                       "the model file (25%)");
   command->add_flag("--cold", options->cold,
                     "fresh session and dropped page cache before every run (root)");
-  command->add_option("--moce", options->session.moce_bonus, "cache-aware routing bonus");
-  command->add_option("--readahead", options->session.readahead, "experts predicted per layer");
-  command
-      ->add_option("--readahead-layers", options->session.readahead_layers,
-                   "how many layers ahead to predict (0: by expert unit size)")
-      ->check(CLI::Range(0, 8));
-  command
-      ->add_option("--readahead-far", options->session.readahead_far,
-                   "top predictions prefetched for each layer beyond the next (default: 2)")
-      ->check(at_least(0));
-  command->add_option("--readahead-budget", *readahead_budget,
-                      "read-ahead bytes a token may start (e.g. 64M; default: no limit)");
-  command->add_option("--io-threads", options->session.io_threads, "reader threads")
-      ->check(at_least(1));
-  command
-      ->add_option("--io-depth", options->session.io_depth,
-                   "expert reads io_uring keeps in flight (0: by expert unit size)")
-      ->check(at_least(0));
-  command->add_option("--io", options->session.io_backend, "auto, pread or uring");
-  command->add_option("--cache-policy", options->session.cache_policy, "arena replacement policy");
+  add_streaming_flags(command, options->session, *readahead_budget);
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
   command->add_option("-o,--out", *out, "write the JSON record here");
   command->callback([&action, options, out, readahead_budget] {

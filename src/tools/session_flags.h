@@ -18,15 +18,10 @@ struct SessionFlags {
   std::string readahead_budget;
 };
 
-inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
-  SessionOptions& options = flags.options;
-  command->add_option("-m,--model", options.model_path, "GGUF model file")->required();
-  command->add_option("--mem", flags.memory_budget,
-                      "memory budget of the whole process (512M, 4G, auto); experts stream from "
-                      "the file into what it leaves. Default: no budget, everything resident");
-  command->add_option("--arena", flags.arena_share,
-                      "experiments: stream experts into an arena holding this share of them "
-                      "(25%), without an overall budget");
+// How experts stream: routing, read-ahead, I/O and the arena's policy (run, chat, logits, eval,
+// bench). `readahead_budget` is parsed afterwards with parse_readahead_budget().
+inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
+                                std::string& readahead_budget) {
   command->add_option(
       "--moce", options.moce_bonus,
       "cache-aware routing: bonus on the router logits of resident experts (0: exact)");
@@ -46,7 +41,7 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
                    "of each layer beyond the next, prefetch only this many top predictions "
                    "(default: 2)")
       ->check(at_least(0));
-  command->add_option("--readahead-budget", flags.readahead_budget,
+  command->add_option("--readahead-budget", readahead_budget,
                       "bytes of read-ahead a token may start, spread over its layers (e.g. 64M; "
                       "default: no limit)");
   command->add_option("--io-threads", options.io_threads, "reader threads")->check(at_least(1));
@@ -58,6 +53,18 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
   command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy");
+}
+
+inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
+  SessionOptions& options = flags.options;
+  command->add_option("-m,--model", options.model_path, "GGUF model file")->required();
+  command->add_option("--mem", flags.memory_budget,
+                      "memory budget of the whole process (512M, 4G, auto); experts stream from "
+                      "the file into what it leaves. Default: no budget, everything resident");
+  command->add_option("--arena", flags.arena_share,
+                      "experiments: stream experts into an arena holding this share of them "
+                      "(25%), without an overall budget");
+  add_streaming_flags(command, options, flags.readahead_budget);
   command->add_option("--warm", options.warm_path,
                       "expert usage file: preload its hottest experts, save usage at exit");
   command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
