@@ -6,9 +6,11 @@
 // kernels' compute speed alone.
 //
 // MatVec: 1 column (decode), 1 and 2 threads; MatMul4: 4 columns (prefill), GFLOP/s. Each
-// thread is one kernel call per row, as cpu/matmul.cpp makes them.
+// thread is one kernel call per row, as cpu/matmul.cpp makes them for prefill. MatVecRows:
+// decode's calls, the rows kernel over 64 rows at a time, AVX2 and AVX-512 VNNI (Q4_0).
 //
 //   vec_dot_legacy_bench --benchmark_filter='MatVec/' --benchmark_repetitions=3
+//   vec_dot_legacy_bench --benchmark_filter='MatVecRows|StreamRead' --benchmark_repetitions=3
 //   vec_dot_legacy_bench --benchmark_filter='StreamRead'
 // On a shared machine, run it under `chrt -f 10` (and `taskset -c 1` for one thread): other
 // processes' time slices otherwise show up as lost bandwidth.
@@ -163,6 +165,37 @@ void run_products(benchmark::State& state, const Kernel& kernel, size_t matrix_b
       benchmark::Counter::kIsRate);
 }
 
+// Decode's call shape: vec_dot_rows over tasks of kRowsPerTask rows `row_length` weights long
+// (2048: a 30B-A3B expert's gate and up rows; 768: its down rows), as cpu/matmul.cpp calls it.
+void run_row_products(benchmark::State& state, const Kernel& kernel, VecDotRowsFn rows_kernel,
+                      int64_t row_length) {
+  if (simd_level() != SimdLevel::kAvx2) {
+    state.SkipWithError("CPU lacks AVX2");
+    return;
+  }
+  constexpr int kRowsPerTask = 64;
+  const size_t row_bytes = size_t(row_length / kernel.block_size) * kernel.block_bytes;
+  const int64_t n_rows = int64_t(kMatrixBytes / row_bytes) / state.threads();
+  const int64_t n_tasks = n_rows / kRowsPerTask;
+  const uint8_t* rows =
+      shared_matrix().prepare(kernel) + state.thread_index() * n_rows * row_bytes;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> values(static_cast<size_t>(row_length));
+  for (auto& v : values) v = normal(rng);
+  std::vector<uint8_t> x(size_t(row_length / kernel.block_size) * kernel.activation_block_bytes);
+  kernel.quantize_activations(values.data(), x.data(), row_length);
+  std::vector<float> out(kRowsPerTask);
+  for (auto _ : state) {
+    for (int64_t t = 0; t < n_tasks; ++t) {
+      rows_kernel(row_length, rows + size_t(t) * kRowsPerTask * row_bytes, row_bytes, kRowsPerTask,
+                  x.data(), out.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * n_tasks * kRowsPerTask * row_bytes));
+}
+
 // The hardware's streaming read speed over the same matrix: AVX2 loads, one add each, with the
 // kernels' software prefetch (4 KiB ahead, into L2).
 __attribute__((target("avx2"))) void StreamRead(benchmark::State& state) {
@@ -189,6 +222,27 @@ void register_benchmarks() {
       ->Threads(2)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
+  struct RowsKernel {
+    const char* name;
+    VecDotRowsFn kernel;
+    bool needs_avx512;
+  };
+  for (const RowsKernel& rows : {RowsKernel{"avx2", vec_dot_rows_q4_0_avx2, false},
+                                 RowsKernel{"avx512", vec_dot_rows_q4_0_avx512, true}})
+    for (int64_t row_length : {2048, 768})
+      benchmark::RegisterBenchmark(
+          ("MatVecRows/q4_0/" + std::string(rows.name) + "/" + std::to_string(row_length)).c_str(),
+          [rows, row_length](benchmark::State& s) {
+            if (rows.needs_avx512 && !avx512_vnni()) {
+              s.SkipWithError("CPU lacks AVX-512 VNNI");
+              return;
+            }
+            run_row_products(s, kKernels[0], rows.kernel, row_length);
+          })
+          ->Threads(1)
+          ->Threads(2)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
   for (const Kernel& kernel : kKernels) {
     const std::string name(kernel.name);
     benchmark::RegisterBenchmark(

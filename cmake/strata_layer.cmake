@@ -1,6 +1,7 @@
 # One static library per layer of DESIGN.md §1. Sources are the folder's *.cpp files:
 #   *_test.cpp  -> the layer's GoogleTest binary (strata_<layer>_tests), registered with CTest
 #   *_avx2.cpp  -> compiled with AVX2/FMA/F16C; callers select them at run time (cpu_features.h)
+#   *_avx512.cpp -> compiled with AVX-512 (F, BW, VL) and VNNI besides; selected the same way
 # Layers name only the layers below them in DEPENDS, so an upward include fails to link.
 function(strata_layer name)
   cmake_parse_arguments(ARG "" "" "DEPENDS;PRIVATE_DEPENDS" ${ARGN})
@@ -21,6 +22,11 @@ function(strata_layer name)
   foreach(source ${sources})
     if(source MATCHES "_avx2\\.cpp$")
       set_source_files_properties(${source} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2")
+    elseif(source MATCHES "_avx512\\.cpp$")
+      # GCC 12's AVX-512 intrinsics start from self-initialised "undefined" registers, which
+      # -Wmaybe-uninitialized reports at every use (GCC bug 105593, fixed in GCC 13).
+      set_source_files_properties(${source} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-Wno-maybe-uninitialized")
     endif()
   endforeach()
   if(tests AND STRATA_BUILD_TESTS)

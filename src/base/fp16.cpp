@@ -42,6 +42,8 @@ const std::array<float, 65536>& fp16_table() {
 
 float fp16_to_fp32(fp16_t h) { return fp16_table()[h]; }
 
+const float* fp16_to_fp32_table() { return fp16_table().data(); }
+
 fp16_t fp32_to_fp16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (bits >> 16) & 0x8000;

@@ -12,6 +12,8 @@ using bf16_t = uint16_t;
 
 // Exact: every half value is representable as a float. Table-driven (256 KiB, built once).
 float fp16_to_fp32(fp16_t h);
+// That table: entry h is fp16_to_fp32(h). SIMD kernels broadcast scales straight from it.
+const float* fp16_to_fp32_table();
 fp16_t fp32_to_fp16(float f);
 
 inline float bf16_to_fp32(bf16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }

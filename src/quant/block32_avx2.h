@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/fp16.h"
 #include "quant/groups_of_four.h"
 #include "quant/horizontal_sum_avx2.h"
 
@@ -42,17 +43,10 @@ namespace strata::block32_avx2 {
 // misses in flight. Prefetches past the row's end never fault, and the next row usually follows.
 inline constexpr int64_t kPrefetchBytes = 4096;
 
-// fp16 -> fp32 for every half. The kernels look scales up here rather than convert them with
-// F16C: vcvtph2ps (and the vpinsrw that feeds it a 16-bit scalar) need port 5, which unpacking
-// already loads, while a lookup broadcast straight from the table costs only loads.
-inline const float* half_table() {
-  static const float* const table = [] {
-    auto* values = new float[65536];
-    for (uint32_t h = 0; h < 65536; ++h) values[h] = _cvtsh_ss(uint16_t(h));
-    return values;
-  }();
-  return table;
-}
+// fp16 -> fp32 for every half (base/fp16.h). The kernels look scales up there rather than
+// convert them with F16C: vcvtph2ps (and the vpinsrw that feeds it a 16-bit scalar) need port 5,
+// which unpacking already loads, while a lookup broadcast straight from the table costs only loads.
+inline const float* half_table() { return fp16_to_fp32_table(); }
 
 inline uint16_t load_u16(const uint8_t* p) {
   uint16_t value;

@@ -42,7 +42,8 @@ struct Format {
   QuantizeRowFn quantize;
   VecDotFn dot_scalar;  // nullptr for Q8_1
   VecDotFn dot_avx2;
-  VecDotRowsFn dot_rows_avx2 = nullptr;  // the 32-weight block formats
+  VecDotRowsFn dot_rows_avx2 = nullptr;    // the 32-weight block formats
+  VecDotRowsFn dot_rows_avx512 = nullptr;  // Q4_0
   size_t row_bytes(int64_t n) const { return size_t(n / block_size) * block_bytes; }
 };
 
@@ -109,7 +110,8 @@ inline const std::vector<Format>& formats() {
        quantize_row_q4_0,
        vec_dot_q4_0_scalar,
        vec_dot_q4_0_avx2,
-       vec_dot_rows_q4_0_avx2},
+       vec_dot_rows_q4_0_avx2,
+       vec_dot_rows_q4_0_avx512},
       {"q4_1",
        QuantType::kQ4_1,
        32,

@@ -1,8 +1,11 @@
 // Dot products of the dense and 32-weight block formats: scalar reference against a float64
 // dot of the dequantized values, AVX2 kernels against the scalar reference, on random rows
 // (random block bytes cover every code) of many lengths, 1 to 9 columns, misaligned and
-// strided; and the AVX2 kernels' promise that a column's bits do not depend on its group.
+// strided; the AVX2 kernels' promise that a column's bits do not depend on its group; and the
+// AVX-512 rows kernel's promise of the AVX2 one's bits.
 #include "quant/legacy_test_util.h"
+
+#include "base/cpu_features.h"
 
 #include <gtest/gtest.h>
 
@@ -211,6 +214,39 @@ TEST(LegacyVecDot, Avx2RowsKernelMatchesOneColumnKernelBitForBit) {
   EXPECT_EQ(checked_formats, 6);
 }
 
+// The AVX-512 rows kernel promises the AVX2 rows kernel's bits (block32_avx512.h), for every
+// row count and length (odd block counts end in a half pair), and writes nothing past the end.
+TEST(LegacyVecDot, Avx512RowsKernelMatchesAvx2BitForBit) {
+  if (!avx512_vnni()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI (or STRATA_SIMD keeps to AVX2)";
+  constexpr int kMaxRows = 11;
+  std::mt19937 rng(17);
+  int checked_formats = 0;
+  for (const auto& f : legacy_test::weight_formats()) {
+    if (!f.dot_rows_avx512) continue;
+    ++checked_formats;
+    for (int64_t n : lengths(f)) {
+      const size_t row_bytes = f.row_bytes(n);
+      std::vector<uint8_t> matrix(1 + kMaxRows * row_bytes, 0xee);  // rows at an odd address
+      for (int r = 0; r < kMaxRows; ++r) {
+        const auto row = legacy_test::random_weights(f, n, rng);
+        std::memcpy(matrix.data() + 1 + r * row_bytes, row.data(), row_bytes);
+      }
+      const Problem p = make_problem(f, n, rng);
+      for (int n_rows = 1; n_rows <= kMaxRows; ++n_rows) {
+        float want[kMaxRows], got[kMaxRows + 1];
+        got[n_rows] = 12345.0f;
+        f.dot_rows_avx2(n, matrix.data() + 1, row_bytes, n_rows, p.x(), want);
+        f.dot_rows_avx512(n, matrix.data() + 1, row_bytes, n_rows, p.x(), got);
+        EXPECT_EQ(got[n_rows], 12345.0f) << f.name << " wrote past row " << n_rows;
+        for (int r = 0; r < n_rows; ++r)
+          EXPECT_EQ(std::bit_cast<uint32_t>(want[r]), std::bit_cast<uint32_t>(got[r]))
+              << f.name << " n=" << n << " row " << r << " of " << n_rows;
+      }
+    }
+  }
+  EXPECT_EQ(checked_formats, 1);
+}
+
 // Extreme codes: every weight at its largest magnitude against activations of 127 and -127,
 // where the int8 products and their int16 pair sums are largest.
 TEST(LegacyVecDot, Avx2ExtremeQuantsDoNotOverflow) {
@@ -241,6 +277,12 @@ TEST(LegacyVecDot, Avx2ExtremeQuantsDoNotOverflow) {
       const Reference want = reference(p, 0);
       EXPECT_NEAR(scalar, want.dot, want.tolerance) << f.name << " fill " << int(fill);
       EXPECT_NEAR(avx2, want.dot, want.tolerance) << f.name << " fill " << int(fill);
+      if (f.dot_rows_avx512 && avx512_vnni()) {
+        float avx512;
+        f.dot_rows_avx512(n, p.w(), f.row_bytes(n), 1, p.x(), &avx512);
+        EXPECT_EQ(std::bit_cast<uint32_t>(avx2), std::bit_cast<uint32_t>(avx512))
+            << f.name << " fill " << int(fill);
+      }
     }
   }
 }

@@ -26,5 +26,8 @@ void vec_dot_q4_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride,
                        float* out);
 void vec_dot_rows_q4_0_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
                             float* out);
+// Bit-identical to vec_dot_rows_q4_0_avx2; needs AVX-512 (F, BW, VL) and VNNI.
+void vec_dot_rows_q4_0_avx512(int64_t n, const void* w, size_t w_stride, int n_rows,
+                              const void* x, float* out);
 
 }  // namespace strata

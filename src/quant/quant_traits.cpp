@@ -51,7 +51,9 @@ const std::array kTraits = {
     STRATA_FORMAT_ROW(kF16, f16, uint16_t, 1, kF16),
     STRATA_FORMAT_ROW(kBF16, bf16, uint16_t, 1, kBF16),
     STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0),
-    STRATA_BLOCK32_ROW(kQ4_0, q4_0, BlockQ4_0, kQ8_0),
+    QuantTraits{QuantType::kQ4_0, "q4_0", 32, sizeof(BlockQ4_0), QuantType::kQ8_0,
+                dequantize_row_q4_0, quantize_row_q4_0, vec_dot_q4_0_scalar, vec_dot_q4_0_avx2,
+                vec_dot_rows_q4_0_avx2, vec_dot_rows_q4_0_avx512},
     STRATA_BLOCK32_ROW(kQ4_1, q4_1, BlockQ4_1, kQ8_1),
     STRATA_BLOCK32_ROW(kQ5_0, q5_0, BlockQ5_0, kQ8_0),
     STRATA_BLOCK32_ROW(kQ5_1, q5_1, BlockQ5_1, kQ8_1),
@@ -88,6 +90,7 @@ VecDotFn QuantTraits::vec_dot() const {
 }
 
 VecDotRowsFn QuantTraits::vec_dot_rows() const {
+  if (vec_dot_rows_avx512 && avx512_vnni()) return vec_dot_rows_avx512;
   return vec_dot_rows_avx2 && simd_level() == SimdLevel::kAvx2 ? vec_dot_rows_avx2 : nullptr;
 }
 

@@ -56,7 +56,7 @@ nlohmann::json machine_description() {
           {"memory", first_line_with("/proc/meminfo", "MemTotal")},
           {"kernel", std::string(name.sysname) + " " + name.release},
           {"hostname", name.nodename},
-          {"simd", simd_level_name(simd_level())}};
+          {"simd", simd_kernels_name()}};
 }
 
 nlohmann::json environment_description() {

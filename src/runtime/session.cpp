@@ -374,7 +374,7 @@ std::string Session::describe() const {
   const ModelConfig& c = impl_->model().config();
   return fmt::format("{}: {} layers, {} experts (top-{}), context {}, {} threads, {} kernels; {}",
                      impl_->model().file().name(), c.n_layer, c.n_expert, c.n_expert_used,
-                     impl_->cache->n_ctx(), impl_->pool->size(), simd_level_name(simd_level()),
+                     impl_->cache->n_ctx(), impl_->pool->size(), simd_kernels_name(),
                      impl_->loaded.store);
 }
 

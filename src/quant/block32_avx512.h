@@ -1,0 +1,143 @@
+// Decode's rows kernel (VecDotRowsFn) for the 32-weight block formats with an offset (Q4_0:
+// nibble - 8) on AVX-512 with VNNI. Include only from *_avx512.cpp files (compiled with
+// -mavx512f -mavx512bw -mavx512vl -mavx512vnni); everything here has internal linkage, so no
+// AVX-512 copy of an inline function can stand in for another file's.
+//
+// Bit-identical to the AVX2 kernel (block32_avx2.h, Format::kChains == 2), by construction:
+//  * one zmm holds a pair of blocks, b in the low half and b + 1 in the high half, and one
+//    accumulator per row collects them: the AVX2 kernel's two chains (even blocks, odd blocks)
+//    side by side, summed at the end as even + odd in the same horizontal order;
+//  * vpdpbusd's int32 lanes equal maddubs + madd's (each the sum of 4 neighbouring products,
+//    exact: no 16-bit pair of these formats can saturate), and the offset's share is subtracted
+//    as the same integer;
+//  * per block, scale = d_w * d_x and acc = scale * float(lanes) + acc, as there.
+// So decode and prefill (which runs the AVX2 columns kernel) keep computing the same numbers.
+//
+// Why: decode streams weights, and the AVX2 kernel does not keep up with memory on this
+// generation of Xeon (~9 GB/s a core on data in L2, less than two cores' share of DRAM). Here
+// a pair of blocks costs each row ~8 uops on ports 0 and 5 instead of ~12 on ports 0 and 1.
+// The activation column, shared by every row of a call, is rearranged once per call into pairs
+// (PairedColumn), so a row's inner loop only loads its own weights.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/fp16.h"
+#include "quant/groups_of_four.h"
+#include "quant/horizontal_sum_avx2.h"
+#include "quant/q8_0.h"
+
+namespace strata::block32_avx512 {
+namespace {
+
+// Prefetch distance past the current group of rows, into L2. Rows of a call are contiguous, so
+// the prefetches walk the bytes after the group linearly, at the pace the group is read: by the
+// time the next group starts, all of it has been requested (per-row prefetches a fixed distance
+// ahead of each row cover the next group of 1 KiB+ rows only partly).
+constexpr int64_t kPrefetchPastGroup = 4096;
+
+// The activation column in the kernel's layout: one entry per pair of blocks (an odd last block
+// pairs with zeros).
+struct alignas(64) ColumnPair {
+  __m512i quants;   // the 64 int8 quants of blocks 2p and 2p + 1
+  __m512i offsets;  // int32 lanes: -kOffset * (the sum of each lane's 4 quants)
+  __m512 scales;    // d of block 2p in the low 8 floats, of 2p + 1 in the high 8
+};
+using PairedColumn = std::vector<ColumnPair>;
+
+// [a x8 | b x8]
+inline __m512 two_halves(__m256 a, __m256 b) {
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)), _mm256_castps_pd(b), 1));
+}
+
+template <int kOffset>
+const PairedColumn& pair_up(const uint8_t* x, int64_t n_blocks) {
+  thread_local PairedColumn column;
+  column.resize(size_t((n_blocks + 1) / 2));
+  const float* table = fp16_to_fp32_table();
+  for (size_t p = 0; p < column.size(); ++p) {
+    const auto* first = reinterpret_cast<const BlockQ8_0*>(x) + 2 * p;
+    const bool has_second = int64_t(2 * p + 1) < n_blocks;
+    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first[0].qs));
+    const __m256i high = has_second
+                             ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first[1].qs))
+                             : _mm256_setzero_si256();
+    ColumnPair& pair = column[p];
+    pair.quants = _mm512_inserti64x4(_mm512_zextsi256_si512(low), high, 1);
+    pair.offsets = _mm512_sub_epi32(
+        _mm512_setzero_si512(),
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset), pair.quants));
+    pair.scales = two_halves(_mm256_set1_ps(table[first[0].d]),
+                             _mm256_set1_ps(has_second ? table[first[1].d] : 0.0f));
+  }
+  return column;
+}
+
+// kRows rows against the paired column. Format supplies Block (fp16 d first), kOffset and
+// quants_of_pair(block) -> the 64 unsigned quants of that block and the next, in activation
+// order, and quants_of_block(block) -> one block's 32.
+template <class Format, int kRows>
+void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const PairedColumn& column,
+              float* out) {
+  constexpr int64_t kBlockBytes = sizeof(typename Format::Block);
+  const float* table = fp16_to_fp32_table();
+  const char* prefetch = reinterpret_cast<const char*>(w) + kRows * w_stride + kPrefetchPastGroup;
+  __m512 acc[kRows];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const int64_t n_full_pairs = n_blocks / 2;
+  for (int64_t p = 0; p < n_full_pairs; ++p) {
+    const ColumnPair& x = column[size_t(p)];
+    for (int r = 0; r < kRows; ++r) {
+      _mm_prefetch(prefetch + (p * kRows + r) * 2 * kBlockBytes, _MM_HINT_T1);
+      const uint8_t* pair = w + size_t(r) * w_stride + 2 * p * kBlockBytes;
+      const __m512i lanes = _mm512_dpbusd_epi32(x.offsets, Format::quants_of_pair(pair), x.quants);
+      uint16_t d_first, d_second;
+      std::memcpy(&d_first, pair, 2);
+      std::memcpy(&d_second, pair + kBlockBytes, 2);
+      const __m512 scale = _mm512_mul_ps(
+          two_halves(_mm256_broadcast_ss(table + d_first), _mm256_broadcast_ss(table + d_second)),
+          x.scales);
+      acc[r] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    __m256 even = _mm512_castps512_ps256(acc[r]);
+    const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1));
+    if (n_blocks % 2 != 0) {  // the last block joins the even chain, as in the AVX2 kernel
+      const ColumnPair& x = column[size_t(n_full_pairs)];
+      const uint8_t* block = w + size_t(r) * w_stride + 2 * n_full_pairs * kBlockBytes;
+      const __m256i lanes =
+          _mm256_dpbusd_epi32(_mm512_castsi512_si256(x.offsets), Format::quants_of_block(block),
+                              _mm512_castsi512_si256(x.quants));
+      uint16_t d;
+      std::memcpy(&d, block, 2);
+      const __m256 scale =
+          _mm256_mul_ps(_mm256_broadcast_ss(table + d), _mm512_castps512_ps256(x.scales));
+      even = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(lanes), even);
+    }
+    out[r] = horizontal_sum(_mm256_add_ps(even, odd));
+  }
+}
+
+// The VecDotRowsFn of a format: the column paired once, then rows in groups of four.
+template <class Format>
+void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                  float* out) {
+  const int64_t n_blocks = n / 32;
+  const PairedColumn& column =
+      pair_up<Format::kOffset>(static_cast<const uint8_t*>(x), n_blocks);
+  const auto* weights = static_cast<const uint8_t*>(w);
+  in_groups_of_four(n_rows, [&](auto size, int first) {
+    dot_rows<Format, size()>(n_blocks, weights + size_t(first) * w_stride, w_stride, column,
+                             out + first);
+  });
+}
+
+}  // namespace
+}  // namespace strata::block32_avx512
