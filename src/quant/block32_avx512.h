@@ -83,7 +83,7 @@ const PairedColumn& pair_up(const uint8_t* x, int64_t n_blocks) {
 // quants_of_pair(block) -> the 64 unsigned quants of that block and the next, in activation
 // order, and quants_of_block(block) -> one block's 32.
 template <class Format, int kRows>
-void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const PairedColumn& column,
+void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const ColumnPair* column,
               float* out) {
   constexpr int64_t kBlockBytes = sizeof(typename Format::Block);
   const float* table = fp16_to_fp32_table();
@@ -92,7 +92,7 @@ void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const PairedC
   for (auto& a : acc) a = _mm512_setzero_ps();
   const int64_t n_full_pairs = n_blocks / 2;
   for (int64_t p = 0; p < n_full_pairs; ++p) {
-    const ColumnPair& x = column[size_t(p)];
+    const ColumnPair& x = column[p];
     for (int r = 0; r < kRows; ++r) {
       _mm_prefetch(prefetch + (p * kRows + r) * 2 * kBlockBytes, _MM_HINT_T1);
       const uint8_t* pair = w + size_t(r) * w_stride + 2 * p * kBlockBytes;
@@ -110,7 +110,7 @@ void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const PairedC
     __m256 even = _mm512_castps512_ps256(acc[r]);
     const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1));
     if (n_blocks % 2 != 0) {  // the last block joins the even chain, as in the AVX2 kernel
-      const ColumnPair& x = column[size_t(n_full_pairs)];
+      const ColumnPair& x = column[n_full_pairs];
       const uint8_t* block = w + size_t(r) * w_stride + 2 * n_full_pairs * kBlockBytes;
       const __m256i lanes =
           _mm256_dpbusd_epi32(_mm512_castsi512_si256(x.offsets), Format::quants_of_block(block),
@@ -130,8 +130,9 @@ template <class Format>
 void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
                   float* out) {
   const int64_t n_blocks = n / 32;
-  const PairedColumn& column =
-      pair_up<Format::kOffset>(static_cast<const uint8_t*>(x), n_blocks);
+  // A plain pointer: through the thread_local itself, every use is a __tls_get_addr call.
+  const ColumnPair* column =
+      pair_up<Format::kOffset>(static_cast<const uint8_t*>(x), n_blocks).data();
   const auto* weights = static_cast<const uint8_t*>(w);
   in_groups_of_four(n_rows, [&](auto size, int first) {
     dot_rows<Format, size()>(n_blocks, weights + size_t(first) * w_stride, w_stride, column,
