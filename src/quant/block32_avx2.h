@@ -33,14 +33,16 @@
 #include "base/fp16.h"
 #include "quant/groups_of_four.h"
 #include "quant/horizontal_sum_avx2.h"
+#include "quant/row_prefetch.h"
 
 namespace strata::block32_avx2 {
 
-// How far ahead of the block being decoded the weight row is prefetched, into L2. Without it a
-// 1-column Q4_0 product streams at about half the DRAM bandwidth: rows are a few KiB, and the
-// hardware prefetcher, which stops at page boundaries, ramps up again at each. 4 KiB ahead
-// measured best (1-8 KiB tried); into L1 (T0) it was slower, as L1's few fill buffers limit the
-// misses in flight. Prefetches past the row's end never fault, and the next row usually follows.
+// How far ahead of the block being decoded the columns kernel prefetches its weight row, into L2
+// (the rows kernel's scheme is in row_prefetch.h). Without it a 1-column Q4_0 product streams at
+// about half the DRAM bandwidth: rows are a few KiB, and the hardware prefetcher, which stops at
+// page boundaries, ramps up again at each. 4 KiB ahead measured best (1-8 KiB tried); into L1
+// (T0) it was slower, as L1's few fill buffers limit the misses in flight. Prefetches past the
+// row's end never fault, and the next row usually follows.
 inline constexpr int64_t kPrefetchBytes = 4096;
 
 // fp16 -> fp32 for every half (base/fp16.h). The kernels look scales up there rather than
@@ -255,9 +257,8 @@ void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const uint8_t
   for (; b + 2 <= n_blocks; b += 2) {
     for_each_column<kRows>([&](auto r) {
       const uint8_t* row = w + size_t(r) * w_stride;
-      _mm_prefetch(reinterpret_cast<const char*>(row) +
-                       b * int64_t(sizeof(typename Format::Block)) + kPrefetchBytes,
-                   _MM_HINT_T1);
+      prefetch_past_row_group(w, kRows * w_stride,
+                              (b * kRows + 2 * r) * int64_t(sizeof(typename Format::Block)));
       accumulate_block<Format, 1>(table, row, x, 0, b, even[r], minimum_terms[r]);
       accumulate_block<Format, 1>(table, row, x, 0, b + 1, second[r], minimum_terms[r]);
     });

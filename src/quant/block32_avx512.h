@@ -30,16 +30,11 @@
 #include "base/fp16.h"
 #include "quant/groups_of_four.h"
 #include "quant/horizontal_sum_avx2.h"
+#include "quant/row_prefetch.h"
 #include "quant/q8_0.h"
 
 namespace strata::block32_avx512 {
 namespace {
-
-// Prefetch distance past the current group of rows, into L2. Rows of a call are contiguous, so
-// the prefetches walk the bytes after the group linearly, at the pace the group is read: by the
-// time the next group starts, all of it has been requested (per-row prefetches a fixed distance
-// ahead of each row cover the next group of 1 KiB+ rows only partly).
-constexpr int64_t kPrefetchPastGroup = 4096;
 
 // The activation column in the kernel's layout: one entry per pair of blocks (an odd last block
 // pairs with zeros).
@@ -87,14 +82,13 @@ void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const ColumnP
               float* out) {
   constexpr int64_t kBlockBytes = sizeof(typename Format::Block);
   const float* table = fp16_to_fp32_table();
-  const char* prefetch = reinterpret_cast<const char*>(w) + kRows * w_stride + kPrefetchPastGroup;
   __m512 acc[kRows];
   for (auto& a : acc) a = _mm512_setzero_ps();
   const int64_t n_full_pairs = n_blocks / 2;
   for (int64_t p = 0; p < n_full_pairs; ++p) {
     const ColumnPair& x = column[p];
     for (int r = 0; r < kRows; ++r) {
-      _mm_prefetch(prefetch + (p * kRows + r) * 2 * kBlockBytes, _MM_HINT_T1);
+      prefetch_past_row_group(w, kRows * w_stride, (p * kRows + r) * 2 * kBlockBytes);
       const uint8_t* pair = w + size_t(r) * w_stride + 2 * p * kBlockBytes;
       const __m512i lanes = _mm512_dpbusd_epi32(x.offsets, Format::quants_of_pair(pair), x.quants);
       uint16_t d_first, d_second;
