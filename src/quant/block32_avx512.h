@@ -14,8 +14,9 @@
 // So decode and prefill (which runs the AVX2 columns kernel) keep computing the same numbers.
 //
 // Why: decode streams weights, and the AVX2 kernel does not keep up with memory on this
-// generation of Xeon (~9 GB/s a core on data in L2, less than two cores' share of DRAM). Here
-// a pair of blocks costs each row ~8 uops on ports 0 and 5 instead of ~12 on ports 0 and 1.
+// generation of Xeon (10-13 GB/s a core on data in L2, about one core's share of DRAM). Here a
+// pair of blocks costs each row ~8 uops on ports 0 and 5 instead of ~16 on ports 0, 1 and 5:
+// 1.45x on data in L2, 1.16x from DRAM on 2 threads (bench/rows_kernel_ab_bench.cpp).
 // The activation column, shared by every row of a call, is rearranged once per call into pairs
 // (PairedColumn), so a row's inner loop only loads its own weights.
 #pragma once
