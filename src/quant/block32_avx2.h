@@ -211,8 +211,8 @@ template <class Format, int kCols>
 }
 
 template <class Format, int kCols>
-void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_stride,
-                 float* out) {
+void dot_columns(const float* table, int64_t n_blocks, const uint8_t* w, const uint8_t* x,
+                 size_t x_stride, float* out) {
   static_assert(Format::kChains == 1 || Format::kChains == 2);
   __m256 even[kCols], odd[kCols];
   float minimum_terms[kCols];
@@ -221,7 +221,6 @@ void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_
     minimum_terms[c] = 0.0f;
   });
   auto& second = Format::kChains == 2 ? odd : even;
-  const float* table = half_table();
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
     _mm_prefetch(reinterpret_cast<const char*>(w) + b * int64_t(sizeof(typename Format::Block)) +
@@ -243,7 +242,8 @@ void dot_columns(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_
 // one call. That matters for short rows: an expert's down projection in strata-tiny-moe is 2
 // blocks long, where the per-row call and horizontal sum cost as much as the products.
 template <class Format, int kRows>
-void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const uint8_t* x, float* out) {
+void dot_rows(const float* table, int64_t n_blocks, const uint8_t* w, size_t w_stride,
+              const uint8_t* x, float* out) {
   static_assert(Format::kChains == 1 || Format::kChains == 2);
   __m256 even[kRows][1], odd[kRows][1];
   float minimum_terms[kRows][1];
@@ -252,7 +252,6 @@ void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const uint8_t
     minimum_terms[r][0] = 0.0f;
   });
   auto& second = Format::kChains == 2 ? odd : even;
-  const float* table = half_table();
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
     for_each_column<kRows>([&](auto r) {
@@ -279,8 +278,9 @@ template <class Format>
 void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
                   float* out) {
   const auto* weights = static_cast<const uint8_t*>(w);
+  const float* table = half_table();
   in_groups_of_four(n_rows, [&](auto size, int first) {
-    dot_rows<Format, size()>(n / 32, weights + size_t(first) * w_stride, w_stride,
+    dot_rows<Format, size()>(table, n / 32, weights + size_t(first) * w_stride, w_stride,
                              static_cast<const uint8_t*>(x), out + first);
   });
 }
@@ -289,8 +289,9 @@ void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const v
 template <class Format>
 void vec_dot(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols, float* out) {
   const auto* columns = static_cast<const uint8_t*>(x);
+  const float* table = half_table();
   in_groups_of_four(n_cols, [&](auto size, int first) {
-    dot_columns<Format, size()>(n / 32, static_cast<const uint8_t*>(w),
+    dot_columns<Format, size()>(table, n / 32, static_cast<const uint8_t*>(w),
                                 columns + size_t(first) * x_stride, x_stride, out + first);
   });
 }

@@ -53,10 +53,9 @@ inline __m512 two_halves(__m256 a, __m256 b) {
 }
 
 template <int kOffset>
-const PairedColumn& pair_up(const uint8_t* x, int64_t n_blocks) {
+const PairedColumn& pair_up(const float* table, const uint8_t* x, int64_t n_blocks) {
   thread_local PairedColumn column;
   column.resize(size_t((n_blocks + 1) / 2));
-  const float* table = fp16_to_fp32_table();
   for (size_t p = 0; p < column.size(); ++p) {
     const auto* first = reinterpret_cast<const BlockQ8_0*>(x) + 2 * p;
     const bool has_second = int64_t(2 * p + 1) < n_blocks;
@@ -79,10 +78,9 @@ const PairedColumn& pair_up(const uint8_t* x, int64_t n_blocks) {
 // quants_of_pair(block) -> the 64 unsigned quants of that block and the next, in activation
 // order, and quants_of_block(block) -> one block's 32.
 template <class Format, int kRows>
-void dot_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, const ColumnPair* column,
-              float* out) {
+void dot_rows(const float* table, int64_t n_blocks, const uint8_t* w, size_t w_stride,
+              const ColumnPair* column, float* out) {
   constexpr int64_t kBlockBytes = sizeof(typename Format::Block);
-  const float* table = fp16_to_fp32_table();
   __m512 acc[kRows];
   for (auto& a : acc) a = _mm512_setzero_ps();
   const int64_t n_full_pairs = n_blocks / 2;
@@ -126,12 +124,13 @@ void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const v
                   float* out) {
   const int64_t n_blocks = n / 32;
   // A plain pointer: through the thread_local itself, every use is a __tls_get_addr call.
+  const float* table = fp16_to_fp32_table();
   const ColumnPair* column =
-      pair_up<Format::kOffset>(static_cast<const uint8_t*>(x), n_blocks).data();
+      pair_up<Format::kOffset>(table, static_cast<const uint8_t*>(x), n_blocks).data();
   const auto* weights = static_cast<const uint8_t*>(w);
   in_groups_of_four(n_rows, [&](auto size, int first) {
-    dot_rows<Format, size()>(n_blocks, weights + size_t(first) * w_stride, w_stride, column,
-                             out + first);
+    dot_rows<Format, size()>(table, n_blocks, weights + size_t(first) * w_stride, w_stride,
+                             column, out + first);
   });
 }
 
