@@ -179,37 +179,46 @@ TEST(LegacyVecDot, Avx2ColumnBitsDoNotDependOnGrouping) {
   }
 }
 
+// Runs check(n, rows, row_bytes, n_rows, problem) for every length of f and every row count up
+// to kMaxRows, on kMaxRows random weight rows stored from an odd address.
+constexpr int kMaxRows = 11;
+template <class Check>
+void for_each_rows_case(const Format& f, std::mt19937& rng, Check&& check) {
+  for (int64_t n : lengths(f)) {
+    const size_t row_bytes = f.row_bytes(n);
+    std::vector<uint8_t> matrix(1 + kMaxRows * row_bytes, 0xee);
+    for (int r = 0; r < kMaxRows; ++r) {
+      const auto row = legacy_test::random_weights(f, n, rng);
+      std::memcpy(matrix.data() + 1 + r * row_bytes, row.data(), row_bytes);
+    }
+    const Problem p = make_problem(f, n, rng);
+    for (int n_rows = 1; n_rows <= kMaxRows; ++n_rows)
+      check(n, matrix.data() + 1, row_bytes, n_rows, p);
+  }
+}
+
 // Decode's many-rows kernel gives each row the bits of the one-column kernel, for every row
 // count (groups of four and each remainder), and writes nothing past the last row.
 TEST(LegacyVecDot, Avx2RowsKernelMatchesOneColumnKernelBitForBit) {
   if (!legacy_test::cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
-  constexpr int kMaxRows = 11;
   std::mt19937 rng(13);
   int checked_formats = 0;
   for (const auto& f : legacy_test::weight_formats()) {
     if (!f.dot_rows_avx2) continue;
     ++checked_formats;
-    for (int64_t n : lengths(f)) {
-      const size_t row_bytes = f.row_bytes(n);
-      std::vector<uint8_t> matrix(1 + kMaxRows * row_bytes, 0xee);  // rows at an odd address
-      for (int r = 0; r < kMaxRows; ++r) {
-        const auto row = legacy_test::random_weights(f, n, rng);
-        std::memcpy(matrix.data() + 1 + r * row_bytes, row.data(), row_bytes);
+    for_each_rows_case(f, rng, [&](int64_t n, const uint8_t* matrix, size_t row_bytes,
+                                   int n_rows, const Problem& p) {
+      float rows[kMaxRows + 1];
+      rows[n_rows] = 12345.0f;
+      f.dot_rows_avx2(n, matrix, row_bytes, n_rows, p.x(), rows);
+      EXPECT_EQ(rows[n_rows], 12345.0f) << f.name << " wrote past row " << n_rows;
+      for (int r = 0; r < n_rows; ++r) {
+        float alone;
+        f.dot_avx2(n, matrix + r * row_bytes, p.x(), p.stride, 1, &alone);
+        EXPECT_EQ(std::bit_cast<uint32_t>(alone), std::bit_cast<uint32_t>(rows[r]))
+            << f.name << " n=" << n << " row " << r << " of " << n_rows;
       }
-      const Problem p = make_problem(f, n, rng);
-      for (int n_rows = 1; n_rows <= kMaxRows; ++n_rows) {
-        float rows[kMaxRows + 1];
-        rows[n_rows] = 12345.0f;
-        f.dot_rows_avx2(n, matrix.data() + 1, row_bytes, n_rows, p.x(), rows);
-        EXPECT_EQ(rows[n_rows], 12345.0f) << f.name << " wrote past row " << n_rows;
-        for (int r = 0; r < n_rows; ++r) {
-          float alone;
-          f.dot_avx2(n, matrix.data() + 1 + r * row_bytes, p.x(), p.stride, 1, &alone);
-          EXPECT_EQ(std::bit_cast<uint32_t>(alone), std::bit_cast<uint32_t>(rows[r]))
-              << f.name << " n=" << n << " row " << r << " of " << n_rows;
-        }
-      }
-    }
+    });
   }
   EXPECT_EQ(checked_formats, 6);
 }
@@ -218,31 +227,22 @@ TEST(LegacyVecDot, Avx2RowsKernelMatchesOneColumnKernelBitForBit) {
 // row count and length (odd block counts end in a half pair), and writes nothing past the end.
 TEST(LegacyVecDot, Avx512RowsKernelMatchesAvx2BitForBit) {
   if (!avx512_vnni()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI (or STRATA_SIMD keeps to AVX2)";
-  constexpr int kMaxRows = 11;
   std::mt19937 rng(17);
   int checked_formats = 0;
   for (const auto& f : legacy_test::weight_formats()) {
     if (!f.dot_rows_avx512) continue;
     ++checked_formats;
-    for (int64_t n : lengths(f)) {
-      const size_t row_bytes = f.row_bytes(n);
-      std::vector<uint8_t> matrix(1 + kMaxRows * row_bytes, 0xee);  // rows at an odd address
-      for (int r = 0; r < kMaxRows; ++r) {
-        const auto row = legacy_test::random_weights(f, n, rng);
-        std::memcpy(matrix.data() + 1 + r * row_bytes, row.data(), row_bytes);
-      }
-      const Problem p = make_problem(f, n, rng);
-      for (int n_rows = 1; n_rows <= kMaxRows; ++n_rows) {
-        float want[kMaxRows], got[kMaxRows + 1];
-        got[n_rows] = 12345.0f;
-        f.dot_rows_avx2(n, matrix.data() + 1, row_bytes, n_rows, p.x(), want);
-        f.dot_rows_avx512(n, matrix.data() + 1, row_bytes, n_rows, p.x(), got);
-        EXPECT_EQ(got[n_rows], 12345.0f) << f.name << " wrote past row " << n_rows;
-        for (int r = 0; r < n_rows; ++r)
-          EXPECT_EQ(std::bit_cast<uint32_t>(want[r]), std::bit_cast<uint32_t>(got[r]))
-              << f.name << " n=" << n << " row " << r << " of " << n_rows;
-      }
-    }
+    for_each_rows_case(f, rng, [&](int64_t n, const uint8_t* matrix, size_t row_bytes,
+                                   int n_rows, const Problem& p) {
+      float want[kMaxRows], got[kMaxRows + 1];
+      got[n_rows] = 12345.0f;
+      f.dot_rows_avx2(n, matrix, row_bytes, n_rows, p.x(), want);
+      f.dot_rows_avx512(n, matrix, row_bytes, n_rows, p.x(), got);
+      EXPECT_EQ(got[n_rows], 12345.0f) << f.name << " wrote past row " << n_rows;
+      for (int r = 0; r < n_rows; ++r)
+        EXPECT_EQ(std::bit_cast<uint32_t>(want[r]), std::bit_cast<uint32_t>(got[r]))
+            << f.name << " n=" << n << " row " << r << " of " << n_rows;
+    });
   }
   EXPECT_EQ(checked_formats, 1);
 }
