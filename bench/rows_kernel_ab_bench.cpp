@@ -1,7 +1,7 @@
 // Decode's Q4_0 rows kernels side by side with a plain read of the same bytes, interleaved round
 // by round in one process, so that a shared host's drift hits all three alike: the AVX2 kernel,
-// the AVX-512 VNNI kernel (where the CPU has it) and a prefetched AVX2 read (the memory probe's
-// way of reading). Each round every variant streams the whole matrix once on N threads, in
+// the AVX-512 VNNI kernel (where the CPU has it) and a plain AVX2 read of the same bytes with
+// the kernels' prefetch (integer adds, so the random bytes cost no float assists). Each round every variant streams the whole matrix once on N threads, in
 // tasks of 64 rows as decode calls the kernel. Prints each variant's median GB/s of weights and
 // its median ratio to the AVX2 kernel over the rounds.
 //

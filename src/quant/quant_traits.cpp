@@ -34,11 +34,12 @@ namespace {
         dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar, \
         vec_dot_##lower##_avx2                                                  \
   }
-#define STRATA_BLOCK32_ROW(Type, lower, Block, DotType)                                     \
+// rows_avx512: the format's AVX-512 rows kernel, or nullptr.
+#define STRATA_BLOCK32_ROW(Type, lower, Block, DotType, rows_avx512)                        \
   QuantTraits {                                                                             \
     QuantType::Type, #lower, 32, sizeof(Block), QuantType::DotType, dequantize_row_##lower, \
         quantize_row_##lower, vec_dot_##lower##_scalar, vec_dot_##lower##_avx2,             \
-        vec_dot_rows_##lower##_avx2                                                         \
+        vec_dot_rows_##lower##_avx2, rows_avx512                                            \
   }
 #define STRATA_ACTIVATION_ROW(Type, lower, Block, block_size)                                    \
   QuantTraits {                                                                                  \
@@ -50,14 +51,12 @@ const std::array kTraits = {
     STRATA_FORMAT_ROW(kF32, f32, float, 1, kF32),
     STRATA_FORMAT_ROW(kF16, f16, uint16_t, 1, kF16),
     STRATA_FORMAT_ROW(kBF16, bf16, uint16_t, 1, kBF16),
-    STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0),
-    QuantTraits{QuantType::kQ4_0, "q4_0", 32, sizeof(BlockQ4_0), QuantType::kQ8_0,
-                dequantize_row_q4_0, quantize_row_q4_0, vec_dot_q4_0_scalar, vec_dot_q4_0_avx2,
-                vec_dot_rows_q4_0_avx2, vec_dot_rows_q4_0_avx512},
-    STRATA_BLOCK32_ROW(kQ4_1, q4_1, BlockQ4_1, kQ8_1),
-    STRATA_BLOCK32_ROW(kQ5_0, q5_0, BlockQ5_0, kQ8_0),
-    STRATA_BLOCK32_ROW(kQ5_1, q5_1, BlockQ5_1, kQ8_1),
-    STRATA_BLOCK32_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, kQ8_0),
+    STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0, nullptr),
+    STRATA_BLOCK32_ROW(kQ4_0, q4_0, BlockQ4_0, kQ8_0, vec_dot_rows_q4_0_avx512),
+    STRATA_BLOCK32_ROW(kQ4_1, q4_1, BlockQ4_1, kQ8_1, nullptr),
+    STRATA_BLOCK32_ROW(kQ5_0, q5_0, BlockQ5_0, kQ8_0, nullptr),
+    STRATA_BLOCK32_ROW(kQ5_1, q5_1, BlockQ5_1, kQ8_1, nullptr),
+    STRATA_BLOCK32_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, kQ8_0, nullptr),
     STRATA_FORMAT_ROW(kIQ4_XS, iq4_xs, BlockIQ4_XS, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),
