@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 namespace strata {
 
@@ -17,32 +16,53 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(option
 
 double Sampler::uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
 
-void Sampler::apply_repeat_penalty(std::span<const int32_t> recent) {
-  if (options_.repeat_penalty == 1.0f || options_.repeat_last_n <= 0) return;
+std::span<const float> Sampler::apply_repeat_penalty(std::span<const float> logits,
+                                                    std::span<const int32_t> recent) {
+  if (options_.repeat_penalty == 1.0f || options_.repeat_last_n <= 0) return logits;
   const size_t n = std::min(recent.size(), size_t(options_.repeat_last_n));
-  const std::unordered_set<int32_t> seen(recent.end() - ptrdiff_t(n), recent.end());
+  penalized_.assign(logits.begin(), logits.end());
+  // Each token is penalised once however often it recurs; ids outside the vocabulary are
+  // ignored.
+  std::vector<int32_t>& seen = seen_scratch_;
+  seen.assign(recent.end() - ptrdiff_t(n), recent.end());
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
   // As llama.cpp (and CTRL): divide positive logits, multiply negative ones.
-  for (Candidate& c : candidates_)
-    if (seen.count(c.id))
-      c.logit = c.logit > 0 ? c.logit / options_.repeat_penalty : c.logit * options_.repeat_penalty;
+  for (const int32_t id : seen) {
+    if (id < 0 || size_t(id) >= penalized_.size()) continue;
+    float& logit = penalized_[size_t(id)];
+    logit = logit > 0 ? logit / options_.repeat_penalty : logit * options_.repeat_penalty;
+  }
+  return penalized_;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
-  candidates_.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) candidates_[i] = {int32_t(i), logits[i], 0.0f};
-  apply_repeat_penalty(recent);
-
+void Sampler::keep_best(std::span<const float> logits, size_t k) {
+  // Best first: higher logit, then lower id. One pass with the k best so far, sorted: a logit
+  // that does not beat the worst kept one (most of a large vocabulary) costs one comparison.
   auto by_logit = [](const Candidate& a, const Candidate& b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
   };
-  if (options_.temperature <= 0) {
-    return std::min_element(candidates_.begin(), candidates_.end(), by_logit)->id;
+  candidates_.clear();
+  if (k >= logits.size()) {
+    for (size_t i = 0; i < logits.size(); ++i) candidates_.push_back({int32_t(i), logits[i], 0.0f});
+    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+    return;
   }
-  size_t keep = candidates_.size();
-  if (options_.top_k > 0) keep = std::min(keep, size_t(options_.top_k));
-  std::partial_sort(candidates_.begin(), candidates_.begin() + ptrdiff_t(keep), candidates_.end(),
-                    by_logit);
-  candidates_.resize(keep);
+  candidates_.reserve(k + 1);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float logit = logits[i];
+    // Ids come in increasing order, so a tie with the worst kept one loses.
+    if (candidates_.size() == k && !(logit > candidates_.back().logit)) continue;
+    const Candidate c{int32_t(i), logit, 0.0f};
+    candidates_.insert(std::upper_bound(candidates_.begin(), candidates_.end(), c, by_logit), c);
+    if (candidates_.size() > k) candidates_.pop_back();
+  }
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
+  const std::span<const float> penalized = apply_repeat_penalty(logits, recent);
+  if (options_.temperature <= 0) return argmax(penalized);
+  keep_best(penalized, options_.top_k > 0 ? size_t(options_.top_k) : penalized.size());
 
   auto normalise = [&](float temperature) {
     const float max = candidates_.front().logit;

@@ -35,12 +35,19 @@ class Sampler {
     float logit;
     float probability;
   };
-  void apply_repeat_penalty(std::span<const int32_t> recent);
+  // The logits with the repetition penalty applied (a copy in penalized_, or `logits` itself
+  // when the penalty is off).
+  std::span<const float> apply_repeat_penalty(std::span<const float> logits,
+                                              std::span<const int32_t> recent);
+  // candidates_ = the k best of `logits`, best first (higher logit, then lower id).
+  void keep_best(std::span<const float> logits, size_t k);
   double uniform();
 
   SamplerOptions options_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;
+  std::vector<float> penalized_;
+  std::vector<int32_t> seen_scratch_;
 };
 
 int32_t argmax(std::span<const float> logits);

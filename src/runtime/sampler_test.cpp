@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace strata {
@@ -51,6 +52,25 @@ TEST(Sampler, TopKOneIsGreedyWhateverTheTemperature) {
   Sampler sampler(options);
   const std::vector<float> logits = {0.1f, 0.3f, 0.2f};
   for (int i = 0; i < 50; ++i) EXPECT_EQ(sampler.sample(logits, {}), 1);
+}
+
+TEST(Sampler, TopKKeepsTheBestAndBreaksTiesTowardsLowerIds) {
+  // 1000 logits in three levels; the top 5 are the five lowest ids at the highest level.
+  std::vector<float> logits(1000);
+  std::vector<int32_t> expected;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    logits[i] = float((i * 7919) % 3);
+    if (logits[i] == 2.0f && expected.size() < 5) expected.push_back(int32_t(i));
+  }
+  SamplerOptions options;
+  options.top_k = 5;
+  options.top_p = 1.0f;
+  options.min_p = 0.0f;
+  options.temperature = 1.0f;
+  Sampler sampler(options);
+  std::set<int32_t> drawn;
+  for (int i = 0; i < 500; ++i) drawn.insert(sampler.sample(logits, {}));
+  EXPECT_EQ(drawn, std::set<int32_t>(expected.begin(), expected.end()));
 }
 
 TEST(Sampler, TopPKeepsSmallestSetReachingP) {
