@@ -1,6 +1,8 @@
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "cpu/attention.h"
 #include "cpu/attention_kernels.h"
@@ -155,12 +157,33 @@ void weighted_rows(const float* p, int64_t p_stride, const float* rows, int64_t 
     for (int r = 0; r < R; ++r) out[h * head_dim + r] = horizontal_sum(acc[r][h]);
 }
 
+// Short value rows (a short context) lie a whole capacity apart, so each is a few lines that
+// no hardware prefetcher sees coming and, in decode, they come from DRAM: a latency chain of
+// head_dim rows. Requesting the rows kValueRowsAhead dimensions ahead overlaps those misses.
+// Long rows stream, and the hardware prefetchers keep up.
+constexpr int64_t kValueRowsAhead = 4;
+constexpr int64_t kPrefetchedRowBytes = 4096;
+
+void prefetch_value_rows(const float* rows, int64_t n_rows, int64_t capacity, int64_t n_pos) {
+  const int64_t row_bytes = n_pos * int64_t(sizeof(float));
+  if (row_bytes > kPrefetchedRowBytes) return;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const auto begin = reinterpret_cast<uintptr_t>(rows + r * capacity);
+    for (uintptr_t line = begin & ~uintptr_t(63); line < begin + uintptr_t(row_bytes); line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+  }
+}
+
 template <int H>
 void weighted_values_heads(const float* p, int64_t p_stride, const float* values_t,
                            int64_t capacity, int64_t head_dim, int64_t n_pos, float* out) {
+  prefetch_value_rows(values_t, std::min(kValueRowsAhead, head_dim), capacity, n_pos);
   int64_t d = 0;
-  for (; d + 2 <= head_dim; d += 2)
+  for (; d + 2 <= head_dim; d += 2) {
+    if (d + kValueRowsAhead + 2 <= head_dim)
+      prefetch_value_rows(values_t + (d + kValueRowsAhead) * capacity, 2, capacity, n_pos);
     weighted_rows<H, 2>(p, p_stride, values_t + d * capacity, capacity, head_dim, n_pos, out + d);
+  }
   if (d < head_dim)
     weighted_rows<H, 1>(p, p_stride, values_t + d * capacity, capacity, head_dim, n_pos, out + d);
 }
