@@ -202,7 +202,9 @@ TEST_P(GoldenGreedy, ContinuationMatchesLlamaCpp) {
               c.model.c_str(), same, expected.size());
   // F32 must be exact (the bar). Quantized models can flip at a near-tie, after which
   // the continuations differ; the logits test above bounds how close they are.
-  if (precision_of(c.model) == Precision::kF32) EXPECT_EQ(ours, expected);
+  if (precision_of(c.model) == Precision::kF32) {
+    EXPECT_EQ(ours, expected);
+  }
 }
 
 std::string greedy_name(const ::testing::TestParamInfo<GreedyCase>& info) {

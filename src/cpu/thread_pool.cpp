@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "base/check.h"
 
 namespace strata {
@@ -52,15 +54,23 @@ void ThreadPool::parallel_for(int64_t n_tasks,
 }
 
 void ThreadPool::run_tasks(uint32_t job, int thread) {
+  const uint32_t share_divisor = 2 * uint32_t(size());
   uint64_t word = claims_.load(std::memory_order_acquire);
   for (;;) {
-    if (uint32_t(word >> 32) != job || uint32_t(word) == 0) return;
-    if (!claims_.compare_exchange_weak(word, word - 1, std::memory_order_acquire,
+    const uint32_t left = uint32_t(word);
+    if (uint32_t(word >> 32) != job || left == 0) return;
+    // Guided: a claim takes half of a fair share of what is left, so claims are few while
+    // much is left (each is a cache line bouncing between cores) and single tasks at the end
+    // (the threads finish together).
+    const uint32_t count = std::max<uint32_t>(1, left / share_divisor);
+    if (!claims_.compare_exchange_weak(word, word - count, std::memory_order_acquire,
                                        std::memory_order_acquire))
       continue;
-    (*task_)(n_tasks_ - int64_t(uint32_t(word)), thread);
+    const int64_t first = n_tasks_ - int64_t(left);
+    for (int64_t index = first; index < first + count; ++index) (*task_)(index, thread);
     // A worker that finishes the job's last task wakes the caller, which may sleep.
-    if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1 && thread != 0)
+    if (unfinished_.fetch_sub(int32_t(count), std::memory_order_acq_rel) == int32_t(count) &&
+        thread != 0)
       unfinished_.notify_one();
     word = claims_.load(std::memory_order_acquire);
   }

@@ -1,7 +1,8 @@
 // A fixed pool of compute threads for the kernels. The caller's thread is one of the pool's
 // threads, so ThreadPool(1) runs everything inline.
 //
-// parallel_for hands out task indices from one atomic word tagged with the job's number. Which
+// parallel_for hands out runs of task indices from one atomic word tagged with the job's number
+// (guided: long runs while much is left, single tasks at the end). Which
 // thread runs which task is timing-dependent, so kernels must make each task's result
 // independent of the thread that runs it (they do: a task owns whole output rows and sums them
 // in a fixed order). That is what keeps logits bit-identical across thread counts.
@@ -46,8 +47,8 @@ class ThreadPool {
   // The current job's, valid while it has tasks not yet finished.
   const std::function<void(int64_t, int)>* task_ = nullptr;
   int64_t n_tasks_ = 0;
-  // (job << 32) | tasks not yet handed out; a claim decrements it and takes the task
-  // n_tasks_ - (the count before the decrement), so tasks start in index order.
+  // (job << 32) | tasks not yet handed out; a claim of c tasks subtracts c and takes the c
+  // tasks from n_tasks_ - (the count before the subtraction), so tasks start in index order.
   std::atomic<uint64_t> claims_{0};
   std::atomic<int32_t> unfinished_{0};  // tasks of the current job not yet finished
   std::atomic<uint32_t> job_{0};        // bumped to start a job (and to stop)
