@@ -24,6 +24,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <vector>
 
 namespace strata {
 namespace {
@@ -94,11 +95,16 @@ VecDotRowsFn QuantTraits::vec_dot_rows() const {
 }
 
 const QuantTraits* find_quant_traits(uint32_t ggml_type_id) {
-  static const bool geometry_ok = geometry_matches_gguf();
-  STRATA_CHECK(geometry_ok);
-  for (const auto& row : kTraits)
-    if (uint32_t(row.type) == ggml_type_id) return &row;
-  return nullptr;
+  // Indexed by type id: the kernels' callers look their format up per task.
+  static const std::vector<const QuantTraits*> by_id = [] {
+    STRATA_CHECK(geometry_matches_gguf());
+    uint32_t max_id = 0;
+    for (const auto& row : kTraits) max_id = std::max(max_id, uint32_t(row.type));
+    std::vector<const QuantTraits*> index(max_id + 1, nullptr);
+    for (const auto& row : kTraits) index[uint32_t(row.type)] = &row;
+    return index;
+  }();
+  return ggml_type_id < by_id.size() ? by_id[ggml_type_id] : nullptr;
 }
 
 const QuantTraits& quant_traits(QuantType type) {

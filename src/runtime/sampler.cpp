@@ -49,13 +49,18 @@ void Sampler::keep_best(std::span<const float> logits, size_t k) {
     return;
   }
   candidates_.reserve(k + 1);
+  // Entry bar: the worst kept logit once k are kept. Ids come in increasing order, so a tie
+  // with it loses.
+  float bar = -INFINITY;
+  bool full = false;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float logit = logits[i];
-    // Ids come in increasing order, so a tie with the worst kept one loses.
-    if (candidates_.size() == k && !(logit > candidates_.back().logit)) continue;
+    if (full && !(logit > bar)) continue;
     const Candidate c{int32_t(i), logit, 0.0f};
     candidates_.insert(std::upper_bound(candidates_.begin(), candidates_.end(), c, by_logit), c);
     if (candidates_.size() > k) candidates_.pop_back();
+    full = candidates_.size() == k;
+    bar = candidates_.back().logit;
   }
 }
 
