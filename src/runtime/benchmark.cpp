@@ -38,9 +38,11 @@ constexpr const char* kDefaultPrompt =
     "patent liver-pill circular, in which were detailed the various symptoms by which a man "
     "could tell when his liver was out of order. ";
 
-// Memory bandwidth is probed before every run over 512 MiB, 3 passes: ~0.1 s, and it tracks a
-// shared host's drift (measured here between 18 and 25 GB/s within an hour).
-constexpr uint64_t kProbeBytes = 512ull << 20;
+// Memory bandwidth is probed before every run over 1 GiB, 3 passes: ~0.15 s, and it tracks a
+// shared host's drift (measured here between 18 and 25 GB/s within an hour). The buffer is
+// over three times this host's 300 MiB L3: over 512 MiB on huge pages, part of each pass came
+// from the cache and the probe read 8 % faster than over 2 GiB.
+constexpr uint64_t kProbeBytes = 1024ull << 20;
 constexpr int kProbePasses = 3;
 // The disk probe reads 1 MiB ranges for this long, before and after every streaming run: this
 // VM's disk moves between 0.9 and 1.9 GB/s from one 2-second probe to the next, so the bound
