@@ -8,15 +8,14 @@
 //   rows_kernel_ab_bench [ROW_LENGTH=2048] [THREADS=2] [MATRIX_MIB=1024] [ROUNDS=15]
 //
 // A matrix of 1 MiB (in L2) measures the kernels' compute alone; the default 1 GiB, DRAM. The
-// matrix is on transparent huge pages where the kernel allows, as a resident model's weights
-// are (the page cache maps a GGUF in 2 MiB pages on this host: FilePmdMapped in smaps).
+// matrix is on huge pages, as the weights are (base/huge_page_memory.h).
 #include "base/cpu_features.h"
+#include "base/huge_page_memory.h"
 #include "quant/q4_0.h"
 #include "quant/q8_0.h"
 #include "quant/quant_type.h"
 
 #include <immintrin.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -58,11 +57,11 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
   const size_t row_bytes = size_t(row_length / 32) * sizeof(BlockQ4_0);
   const int64_t rows_per_thread = int64_t(matrix_bytes / row_bytes) / n_threads;
   const size_t thread_bytes = size_t(rows_per_thread) * row_bytes;
-  constexpr size_t kHugePage = size_t(2) << 20;
-  const size_t allocated = (thread_bytes * n_threads + kHugePage) / kHugePage * kHugePage;
-  std::unique_ptr<uint8_t, decltype(&std::free)> matrix(
-      static_cast<uint8_t*>(std::aligned_alloc(kHugePage, allocated)), std::free);
-  madvise(matrix.get(), allocated, MADV_HUGEPAGE);
+  const HugePageMemory matrix = allocate_on_huge_pages(thread_bytes * n_threads + 4096);
+  if (!matrix) {
+    std::fprintf(stderr, "rows_kernel_ab_bench: cannot allocate the matrix\n");
+    return 1;
+  }
   std::mt19937_64 rng(42);
   for (size_t i = 0; i < thread_bytes * n_threads; i += 8) {
     const uint64_t word = rng();

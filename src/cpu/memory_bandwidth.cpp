@@ -1,10 +1,7 @@
 #include "cpu/memory_bandwidth.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <vector>
 
 #include "base/check.h"
@@ -18,29 +15,16 @@ float sum_floats_scalar(const float* x, int64_t n) {
   return total;
 }
 
-namespace {
-constexpr size_t kHugePage = size_t(2) << 20;
-
-float* allocate_on_huge_pages(int64_t n_floats) {
-  const size_t bytes = (size_t(n_floats) * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
-  auto* memory = static_cast<float*>(std::aligned_alloc(kHugePage, bytes));
-  STRATA_CHECK(memory != nullptr);
-  ::madvise(memory, bytes, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
-  return memory;
-}
-}  // namespace
-
-void BandwidthProbe::Free::operator()(float* p) const { std::free(p); }
-
 BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t buffer_bytes)
     : pool_(pool),
       n_floats_(int64_t(buffer_bytes / sizeof(float))),
-      buffer_(allocate_on_huge_pages(n_floats_)) {
+      buffer_(allocate_on_huge_pages(size_t(n_floats_) * sizeof(float))) {
+  STRATA_CHECK(buffer_ != nullptr);
   // Touch every page from the pool's threads, so the pages are resident before timing.
   const int64_t n_tasks = pool_.size() * 16;
   pool_.parallel_for(n_tasks, [&](int64_t task, int) {
     const int64_t begin = n_floats_ * task / n_tasks, end = n_floats_ * (task + 1) / n_tasks;
-    std::fill(buffer_.get() + begin, buffer_.get() + end, 1.0f);
+    std::fill(data() + begin, data() + end, 1.0f);
   });
 }
 
@@ -53,7 +37,7 @@ double BandwidthProbe::measure(int repetitions) {
     const auto start = std::chrono::steady_clock::now();
     pool_.parallel_for(n_tasks, [&](int64_t task, int) {
       const int64_t begin = n_floats_ * task / n_tasks, end = n_floats_ * (task + 1) / n_tasks;
-      sink = sink + sum(buffer_.get() + begin, end - begin);
+      sink = sink + sum(data() + begin, end - begin);
     });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

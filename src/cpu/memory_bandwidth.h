@@ -1,7 +1,6 @@
 // Measures this machine's memory read bandwidth the way the kernels read weights: every
-// thread of the pool streams its share of a buffer much larger than the caches, on transparent
-// huge pages where the kernel allows (a resident model's page cache is mapped in 2 MiB pages,
-// and the arena asks for them; 4 KiB pages read 2-3 % slower here). Benchmarks
+// thread of the pool streams its share of a buffer much larger than the caches, on huge pages
+// as the weights are (base/huge_page_memory.h). Benchmarks
 // probe right before each run, so a ratio against it compares like with like on machines
 // whose bandwidth drifts (shared hosts).
 #pragma once
@@ -9,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "base/huge_page_memory.h"
 #include "cpu/thread_pool.h"
 
 namespace strata {
@@ -24,10 +24,8 @@ class BandwidthProbe {
  private:
   ThreadPool& pool_;
   int64_t n_floats_;
-  struct Free {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float, Free> buffer_;
+  float* data() const { return reinterpret_cast<float*>(buffer_.get()); }
+  HugePageMemory buffer_;
 };
 
 // Sums n floats (the probe's loop; the AVX2 version keeps 4 loads in flight and prefetches as

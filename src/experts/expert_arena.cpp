@@ -14,7 +14,6 @@
 namespace strata {
 namespace {
 
-constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 size_t round_up(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
@@ -26,7 +25,6 @@ const ExpertTensorLayout& slice_of(const LayerExpertLayout& layer, int slice) {
 
 }  // namespace
 
-void ExpertArena::Free::operator()(uint8_t* p) const { std::free(p); }
 
 std::vector<ExpertArena::SizeClass> ExpertArena::plan_classes(const ExpertLayout& layout,
                                                               size_t alignment) {
@@ -92,24 +90,18 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
     const uint64_t slots = uint64_t(double(budget_bytes) * share) / c.slot_bytes;
     c.n_slots = int(std::clamp<uint64_t>(slots, uint64_t(min_slots), units));
     for (int layer : c.layers) arena->class_of_layer_[size_t(layer)] = int(i);
-    void* memory = nullptr;
     const size_t bytes = c.slot_bytes * size_t(c.n_slots);
-    if (posix_memalign(&memory, std::max<size_t>(alignment, kHugePageBytes), bytes) != 0)
-      return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
-    // Huge pages: O_DIRECT pins a 2 MiB folio per read instead of hundreds of 4 KiB pages, and
-    // the kernels' streaming loads over a slot stop missing the TLB every 4 KiB. Advice only:
-    // where transparent huge pages are off, the arena works the same on small pages.
-#ifdef MADV_HUGEPAGE
-    ::madvise(memory, bytes, MADV_HUGEPAGE);
-#endif
+    STRATA_CHECK_LE(alignment, kHugePageBytes);
+    HugePageMemory memory = allocate_on_huge_pages(bytes);
+    if (!memory) return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
     // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
     // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
     // would show up in RSS only as it fills.
 #ifdef MADV_POPULATE_WRITE
-    if (::madvise(memory, bytes, MADV_POPULATE_WRITE) != 0)
+    if (::madvise(memory.get(), bytes, MADV_POPULATE_WRITE) != 0)
 #endif
-      std::memset(memory, 0, bytes);
-    arena->memory_.emplace_back(static_cast<uint8_t*>(memory));
+      std::memset(memory.get(), 0, bytes);
+    arena->memory_.push_back(std::move(memory));
     arena->bytes_ += bytes;
   }
   return arena;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/huge_page_memory.h"
 #include "experts/expert_layout.h"
 #include "experts/io_engine.h"
 
@@ -63,10 +64,7 @@ class ExpertArena {
   size_t alignment_ = 1;
   std::vector<SizeClass> classes_;
   std::vector<int> class_of_layer_;
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  std::vector<std::unique_ptr<uint8_t, Free>> memory_;  // one block per class
+  std::vector<HugePageMemory> memory_;  // one block per class
   uint64_t bytes_ = 0;
 };
 

@@ -1,8 +1,8 @@
 #include "model/tensor_data.h"
 
-#include <cstdlib>
 #include <vector>
 
+#include "base/check.h"
 #include "base/progress.h"
 
 namespace strata {
@@ -16,7 +16,6 @@ uint64_t dense_tensor_bytes(const gguf::GgufFile& file) {
   return bytes;
 }
 
-void LoadedTensorData::Free::operator()(uint8_t* p) const { std::free(p); }
 
 Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::GgufFile& file,
                                                                  FileReader& reader,
@@ -40,10 +39,15 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
     total += end - begin;
   }
   auto loaded = std::unique_ptr<LoadedTensorData>(new LoadedTensorData());
-  void* memory = nullptr;
-  if (total > 0 && posix_memalign(&memory, std::max<size_t>(alignment, 64), total) != 0)
-    return Status::errorf("{}: cannot allocate {} bytes for the dense weights", file.name(), total);
-  loaded->memory_.reset(static_cast<uint8_t*>(memory));
+  if (total > 0) {
+    // On huge pages, as the resident path's page cache is: these are the weights every token
+    // streams (attention, routers, shared experts, the output matrix).
+    STRATA_CHECK_LE(alignment, kHugePageBytes);
+    loaded->memory_ = allocate_on_huge_pages(total);
+    if (!loaded->memory_)
+      return Status::errorf("{}: cannot allocate {} bytes for the dense weights", file.name(),
+                            total);
+  }
   loaded->bytes_ = total;
   for (const Piece& piece : pieces) {
     uint8_t* slot = loaded->memory_.get() + piece.slot;

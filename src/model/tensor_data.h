@@ -13,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/huge_page_memory.h"
 #include "experts/file_reader.h"
 #include "gguf/gguf_file.h"
 
@@ -52,10 +53,7 @@ class LoadedTensorData final : public TensorData {
   uint64_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t, Free> memory_;
+  HugePageMemory memory_;
   uint64_t bytes_ = 0;
   std::unordered_map<std::string, const uint8_t*> tensors_;
 };
