@@ -7,13 +7,14 @@
 namespace strata {
 namespace {
 
-// Rows per task: at least kMinRowsPerTask (so the per-task setup is noise) and otherwise about
-// kTasksPerThread tasks per thread for the largest job, at most kMaxRowsPerTask: the pool hands
-// tasks out in guided runs, so the end of a job is single tasks, and small ones keep the threads
-// finishing together (64 rather than 256 rows of a 30B-A3B expert: 4 of 5 alternated runs
-// faster). Decode of a 30B-A3B model runs ~30,000 tasks a token.
-constexpr int64_t kMinRowsPerTask = 16;
-constexpr int64_t kMaxRowsPerTask = 64;
+// Weight bytes per task: about kTasksPerThread tasks per thread over all of a call's weights,
+// at least kMinTaskBytes (so that the hand-out and the per-task setup are noise) and at most
+// kMaxTaskBytes: the pool hands tasks out in guided runs, so the end of a call is single tasks,
+// and small ones keep the threads finishing together (64 rather than 256 rows of a 30B-A3B
+// expert, 72 against 288 KB: 4 of 5 alternated runs faster). Bytes rather than rows, so that
+// short rows (strata-tiny-moe's down projections are 36 bytes) do not make tiny tasks.
+constexpr size_t kMinTaskBytes = size_t(4) << 10;
+constexpr size_t kMaxTaskBytes = size_t(64) << 10;
 constexpr int64_t kTasksPerThread = 8;
 // Tokens per task: 64 converted Q8_0 rows of a 2048-wide model are ~70 KB, which stays in L2
 // while the task's weight rows stream through L1.
@@ -24,11 +25,16 @@ struct Tile {
   int64_t row_begin, row_end, token_begin, token_end;
 };
 
-int64_t rows_per_task(std::span<const MatmulJob> jobs, int n_threads) {
-  int64_t total_rows = 0;
-  for (const MatmulJob& job : jobs) total_rows += job.w->n_out;
-  const int64_t balanced = total_rows / (int64_t(n_threads) * kTasksPerThread);
-  return std::clamp(balanced, kMinRowsPerTask, kMaxRowsPerTask);
+size_t task_bytes(std::span<const MatmulJob> jobs, int n_threads) {
+  size_t total = 0;
+  for (const MatmulJob& job : jobs) total += size_t(job.w->n_out) * job.w->row_bytes();
+  return std::clamp(total / size_t(n_threads * kTasksPerThread), kMinTaskBytes, kMaxTaskBytes);
+}
+
+// Whole groups of four where possible: the rows kernels compute four rows at a time.
+int64_t rows_per_task(size_t bytes, size_t row_bytes) {
+  const int64_t rows = std::max<int64_t>(1, int64_t(bytes / row_bytes));
+  return rows >= 4 ? rows / 4 * 4 : rows;
 }
 
 }  // namespace
@@ -71,13 +77,14 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   tiles.clear();
   kernels.clear();
   rows_kernels.clear();
-  const int64_t rows = rows_per_task(jobs, pool.size());
+  const size_t bytes = task_bytes(jobs, pool.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
     const MatmulJob& job = jobs[j];
     const QuantTraits& traits = quant_traits(job.w->type);
     STRATA_CHECK(job.x->type == traits.vec_dot_type);
     kernels.push_back(traits.vec_dot());
     rows_kernels.push_back(traits.vec_dot_rows());
+    const int64_t rows = rows_per_task(bytes, job.w->row_bytes());
     for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
       for (int64_t r = 0; r < job.w->n_out; r += rows)
         tiles.push_back({int(j), r, std::min(r + rows, job.w->n_out), t,
