@@ -27,5 +27,24 @@ TEST(TopK, MatchesStableSortOnRandomInputsWithTies) {
   }
 }
 
+// Vocabulary-sized inputs take the AVX2 scan where the CPU has it: the same indices as a
+// stable sort, ties included.
+TEST(TopK, LongInputsMatchStableSort) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 256 + int(rng() % 20000);
+    const int k = 1 + int(rng() % 64);
+    std::vector<float> values(static_cast<size_t>(n));
+    for (auto& v : values) v = float(int(rng() % 500)) * 0.25f;
+    std::vector<int32_t> expected(static_cast<size_t>(n));
+    std::iota(expected.begin(), expected.end(), 0);
+    std::stable_sort(expected.begin(), expected.end(),
+                     [&](int32_t a, int32_t b) { return values[a] > values[b]; });
+    std::vector<int32_t> got(static_cast<size_t>(k));
+    top_k(values.data(), n, k, got.data());
+    for (int i = 0; i < k; ++i) ASSERT_EQ(got[i], expected[i]) << "trial " << trial << " i " << i;
+  }
+}
+
 }  // namespace
 }  // namespace strata

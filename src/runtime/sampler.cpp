@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/topk.h"
+
 namespace strata {
 
 int32_t argmax(std::span<const float> logits) {
@@ -37,31 +39,18 @@ std::span<const float> Sampler::apply_repeat_penalty(std::span<const float> logi
 }
 
 void Sampler::keep_best(std::span<const float> logits, size_t k) {
-  // Best first: higher logit, then lower id. One pass with the k best so far, sorted: a logit
-  // that does not beat the worst kept one (most of a large vocabulary) costs one comparison.
-  auto by_logit = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
   candidates_.clear();
   if (k >= logits.size()) {
+    // Best first: higher logit, then lower id.
     for (size_t i = 0; i < logits.size(); ++i) candidates_.push_back({int32_t(i), logits[i], 0.0f});
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+    std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+      return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    });
     return;
   }
-  candidates_.reserve(k + 1);
-  // Entry bar: the worst kept logit once k are kept. Ids come in increasing order, so a tie
-  // with it loses.
-  float bar = -INFINITY;
-  bool full = false;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float logit = logits[i];
-    if (full && !(logit > bar)) continue;
-    const Candidate c{int32_t(i), logit, 0.0f};
-    candidates_.insert(std::upper_bound(candidates_.begin(), candidates_.end(), c, by_logit), c);
-    if (candidates_.size() > k) candidates_.pop_back();
-    full = candidates_.size() == k;
-    bar = candidates_.back().logit;
-  }
+  best_ids_.resize(k);
+  top_k(logits.data(), int64_t(logits.size()), int(k), best_ids_.data());
+  for (const int32_t id : best_ids_) candidates_.push_back({id, logits[size_t(id)], 0.0f});
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {

@@ -48,6 +48,7 @@ class Sampler {
   std::vector<Candidate> candidates_;
   std::vector<float> penalized_;
   std::vector<int32_t> seen_scratch_;
+  std::vector<int32_t> best_ids_;
 };
 
 int32_t argmax(std::span<const float> logits);
