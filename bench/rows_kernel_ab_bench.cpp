@@ -1,9 +1,10 @@
 // Decode's Q4_0 rows kernels side by side with a plain read of the same bytes, interleaved round
 // by round in one process, so that a shared host's drift hits all three alike: the AVX2 kernel,
 // the AVX-512 VNNI kernel (where the CPU has it) and a plain AVX2 read of the same bytes with
-// the kernels' prefetch (integer adds, so the random bytes cost no float assists). Each round every variant streams the whole matrix once on N threads, in
-// tasks of 64 rows as decode calls the kernel. Prints each variant's median GB/s of weights and
-// its median ratio to the AVX2 kernel over the rounds.
+// the kernels' prefetch (integer adds, so the random bytes cost no float assists). Each round
+// every variant streams the whole matrix once on N threads, in tasks of 64 rows (decode's
+// tasks are ~64 KiB of weights: 56 rows of 2048). Prints each variant's median GB/s of weights
+// and its median ratio to the AVX2 kernel over the rounds.
 //
 //   rows_kernel_ab_bench [ROW_LENGTH=2048] [THREADS=2] [MATRIX_MIB=1024] [ROUNDS=15]
 //

@@ -166,7 +166,8 @@ void run_products(benchmark::State& state, const Kernel& kernel, size_t matrix_b
 }
 
 // Decode's call shape: vec_dot_rows over tasks of kRowsPerTask rows `row_length` weights long
-// (2048: a 30B-A3B expert's gate and up rows; 768: its down rows), as cpu/matmul.cpp calls it.
+// (2048: a 30B-A3B expert's gate and up rows; 768: its down rows), near how cpu/matmul.cpp
+// calls it (tasks of ~64 KiB of weights: 56 rows of 2048, 148 of 768).
 void run_row_products(benchmark::State& state, const Kernel& kernel, VecDotRowsFn rows_kernel,
                       int64_t row_length) {
   if (simd_level() != SimdLevel::kAvx2) {
