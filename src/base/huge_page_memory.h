@@ -20,7 +20,8 @@ struct FreeHugePageMemory {
 };
 using HugePageMemory = std::unique_ptr<uint8_t, FreeHugePageMemory>;
 
-// `bytes` (> 0) of uninitialised memory at a 2 MiB boundary; null when the allocation fails.
-HugePageMemory allocate_on_huge_pages(size_t bytes);
+// `bytes` (> 0) of uninitialised memory at a 2 MiB boundary, which also satisfies `alignment`
+// (an O_DIRECT reader's, say); null when the allocation fails. REQUIRES: alignment <= 2 MiB.
+HugePageMemory allocate_on_huge_pages(size_t bytes, size_t alignment = 1);
 
 }  // namespace strata

@@ -14,7 +14,6 @@
 namespace strata {
 namespace {
 
-
 size_t round_up(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
@@ -24,7 +23,6 @@ const ExpertTensorLayout& slice_of(const LayerExpertLayout& layer, int slice) {
 }
 
 }  // namespace
-
 
 std::vector<ExpertArena::SizeClass> ExpertArena::plan_classes(const ExpertLayout& layout,
                                                               size_t alignment) {
@@ -91,8 +89,7 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
     c.n_slots = int(std::clamp<uint64_t>(slots, uint64_t(min_slots), units));
     for (int layer : c.layers) arena->class_of_layer_[size_t(layer)] = int(i);
     const size_t bytes = c.slot_bytes * size_t(c.n_slots);
-    STRATA_CHECK_LE(alignment, kHugePageBytes);
-    HugePageMemory memory = allocate_on_huge_pages(bytes);
+    HugePageMemory memory = allocate_on_huge_pages(bytes, alignment);
     if (!memory) return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
     // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
     // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory

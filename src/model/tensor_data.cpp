@@ -2,7 +2,6 @@
 
 #include <vector>
 
-#include "base/check.h"
 #include "base/progress.h"
 
 namespace strata {
@@ -15,7 +14,6 @@ uint64_t dense_tensor_bytes(const gguf::GgufFile& file) {
     if (!is_routed_expert_tensor(tensor)) bytes += tensor.n_bytes;
   return bytes;
 }
-
 
 Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::GgufFile& file,
                                                                  FileReader& reader,
@@ -42,8 +40,7 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
   if (total > 0) {
     // On huge pages, as the resident path's page cache is: these are the weights every token
     // streams (attention, routers, shared experts, the output matrix).
-    STRATA_CHECK_LE(alignment, kHugePageBytes);
-    loaded->memory_ = allocate_on_huge_pages(total);
+    loaded->memory_ = allocate_on_huge_pages(total, alignment);
     if (!loaded->memory_)
       return Status::errorf("{}: cannot allocate {} bytes for the dense weights", file.name(),
                             total);
