@@ -122,7 +122,7 @@ TEST(ModelErrors, TensorFormatWeCannotComputeWith) {
 TEST(ModelErrors, TokenIdOutOfRange) {
   auto file = gguf::GgufFile::open(kTiny).value();
   auto model = Model::load(file).value();
-  ResidentExpertStore store(file, model->weights().experts);
+  ResidentExpertStore store(model->weights().experts);
   ThreadPool pool(1);
   Transformer transformer(model, store, pool);
   KvCache cache(model->config(), 4);
@@ -163,7 +163,7 @@ TEST(ModelErrors, CorruptedCopiesNeverCrash) {
       continue;
     }
     ++loaded;
-    ResidentExpertStore store(file.value(), model.value()->weights().experts);
+    ResidentExpertStore store(model.value()->weights().experts);
     ThreadPool pool(1);
     Transformer transformer(model.value(), store, pool);
     KvCache cache(model.value()->config(), 4);

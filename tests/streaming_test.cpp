@@ -14,6 +14,7 @@
 #include "experts/fault_injecting_reader.h"
 #include "experts/streaming_expert_store.h"
 #include "golden_data.h"
+#include "model/tensor_data.h"
 #include "model_runner.h"
 
 namespace strata {
@@ -56,7 +57,13 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
                                    const StreamingSetup& setup,
                                    std::shared_ptr<FileReader> reader = nullptr) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
+  // As sessions load it: the dense weights read into memory (grouped where this CPU groups
+  // Q4_0 rows), the experts streamed (and grouped as they arrive).
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> dense_reader, open_file_reader(path));
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<const TensorData> dense,
+      LoadedTensorData::load(*file, *dense_reader, LoadedTensorData::Contents::kDense, nullptr));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file, dense));
   if (!reader) {
     STRATA_ASSIGN_OR_RETURN(reader, open_file_reader(path));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -31,9 +32,11 @@ size_t task_bytes(std::span<const MatmulJob> jobs, int n_threads) {
   return std::clamp(total / size_t(n_threads * kTasksPerThread), kMinTaskBytes, kMaxTaskBytes);
 }
 
-// Whole groups of four where possible: the rows kernels compute four rows at a time.
-int64_t rows_per_task(size_t bytes, size_t row_bytes) {
-  const int64_t rows = std::max<int64_t>(1, int64_t(bytes / row_bytes));
+// Whole groups of four where possible: the rows kernels compute four rows at a time; grouped
+// rows come in whole groups.
+int64_t rows_per_task(size_t bytes, const Matrix& w) {
+  const int64_t rows = std::max<int64_t>(1, int64_t(bytes / w.row_bytes()));
+  if (w.grouped_rows) return std::max<int64_t>(kQ4_0GroupRows, rows / kQ4_0GroupRows * kQ4_0GroupRows);
   return rows >= 4 ? rows / 4 * 4 : rows;
 }
 
@@ -82,9 +85,10 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
     const MatmulJob& job = jobs[j];
     const QuantTraits& traits = quant_traits(job.w->type);
     STRATA_CHECK(job.x->type == traits.vec_dot_type);
+    STRATA_CHECK(!job.w->grouped_rows || groups_rows(job.w->type, job.w->n_out));
     kernels.push_back(traits.vec_dot());
     rows_kernels.push_back(traits.vec_dot_rows());
-    const int64_t rows = rows_per_task(bytes, job.w->row_bytes());
+    const int64_t rows = rows_per_task(bytes, *job.w);
     for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
       for (int64_t r = 0; r < job.w->n_out; r += rows)
         tiles.push_back({int(j), r, std::min(r + rows, job.w->n_out), t,
@@ -97,12 +101,19 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
     const int n_cols = int(tile.token_end - tile.token_begin);
     const uint8_t* x = job.x->row(job.x_first + tile.token_begin);
     const size_t row_bytes = job.w->row_bytes();
+    float* y = job.y + tile.token_begin * job.y_stride + tile.row_begin;
+    // Grouped rows: one kernel for decode and prefill, whose bits do not depend on n_cols.
+    if (job.w->grouped_rows) {
+      vec_dot_q4_0_groups_avx512(job.w->n_in, job.w->row(tile.row_begin),
+                                 int((tile.row_end - tile.row_begin) / kQ4_0GroupRows), x,
+                                 job.x->row_stride, n_cols, y, size_t(job.y_stride));
+      return;
+    }
     // One token (decode): the tile's rows in one call, straight into y's contiguous row.
     if (const VecDotRowsFn rows_kernel = rows_kernels[size_t(tile.job)];
         n_cols == 1 && rows_kernel != nullptr) {
-      rows_kernel(job.w->n_in, job.w->data + size_t(tile.row_begin) * row_bytes, row_bytes,
-                  int(tile.row_end - tile.row_begin), x,
-                  job.y + tile.token_begin * job.y_stride + tile.row_begin);
+      rows_kernel(job.w->n_in, job.w->row(tile.row_begin), row_bytes,
+                  int(tile.row_end - tile.row_begin), x, y);
       return;
     }
     float out[kTokensPerTask];

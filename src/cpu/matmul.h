@@ -25,6 +25,9 @@ struct Matrix {
   const uint8_t* data = nullptr;
   int64_t n_in = 0;   // row length
   int64_t n_out = 0;  // number of rows
+  // Rows rearranged in groups of 8 (quant/q4_0_groups.h) by whoever loaded them; row(index)
+  // is then the start of a group for index a multiple of 8.
+  bool grouped_rows = false;
   size_t row_bytes() const { return quant_traits(type).row_bytes(n_in); }
   const uint8_t* row(int64_t index) const { return data + size_t(index) * row_bytes(); }
 };

@@ -20,6 +20,11 @@ struct ExpertTensorLayout {
   size_t expert_bytes = 0;   // bytes of one expert's slice (the stride between experts)
   int64_t n_in = 0;          // row length of the slice's matrix
   int64_t n_out = 0;         // rows
+  // Expert 0's slice where the model's tensor data holds the stack in memory (the mapped file,
+  // or a copy), else nullptr (streaming: units are read into the arena).
+  const uint8_t* resident = nullptr;
+  // Slices in memory, resident or read into the arena, are in row groups (quant/q4_0_groups.h).
+  bool grouped_rows = false;
 };
 
 struct LayerExpertLayout {

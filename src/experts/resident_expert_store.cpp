@@ -4,15 +4,9 @@
 
 namespace strata {
 
-ExpertUnit unit_in_file(const ExpertLayout& layout, const uint8_t* file_bytes, int layer,
-                        int32_t expert) {
-  STRATA_CHECK(layer >= 0 && layer < layout.n_layer());
-  STRATA_CHECK(expert >= 0 && expert < layout.n_expert);
-  const LayerExpertLayout& l = layout.layers[size_t(layer)];
-  auto slice = [&](const ExpertTensorLayout& t) {
-    return file_bytes + t.file_offset + uint64_t(expert) * t.expert_bytes;
-  };
-  return ExpertUnit{slice(l.gate), slice(l.up), slice(l.down)};
+ResidentExpertStore::ResidentExpertStore(ExpertLayout layout) : layout_(std::move(layout)) {
+  for (const LayerExpertLayout& layer : layout_.layers)
+    STRATA_CHECK(layer.gate.resident && layer.up.resident && layer.down.resident);
 }
 
 void ResidentExpertStore::begin_layer(int, std::span<const int32_t> experts, bool) {
@@ -21,9 +15,17 @@ void ResidentExpertStore::begin_layer(int, std::span<const int32_t> experts, boo
 }
 
 Result<std::vector<ClaimedExpert>> ResidentExpertStore::claim_next(int layer) {
+  STRATA_CHECK(layer >= 0 && layer < layout_.n_layer());
+  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
+  auto slice = [](const ExpertTensorLayout& t, int32_t expert) {
+    return t.resident + uint64_t(expert) * t.expert_bytes;
+  };
   std::vector<ClaimedExpert> claimed;
-  for (int32_t expert : pending_)
-    claimed.push_back({expert, unit_in_file(layout_, file_->bytes().data(), layer, expert)});
+  for (int32_t expert : pending_) {
+    STRATA_CHECK(expert >= 0 && expert < layout_.n_expert);
+    claimed.push_back(
+        {expert, ExpertUnit{slice(l.gate, expert), slice(l.up, expert), slice(l.down, expert)}});
+  }
   pending_.clear();
   return claimed;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/check.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -47,6 +48,7 @@ void StreamingExpertStore::submit_read(int layer, int32_t expert, int size_class
   Slot& s = slot(size_class, index);
   s.ticket = engine_->submit(reads, priority);
   s.reading = true;
+  s.grouped = false;
   s.error = Status();
 }
 
@@ -298,9 +300,24 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
       return error;
     }
     need->claimed = true;
-    claimed.push_back({need->expert, arena_->unit_in_slot(layer, need->expert, need->slot)});
+    const ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
+    group_unit(layer, unit, slot(c, need->slot));
+    claimed.push_back({need->expert, unit});
   }
   return claimed;
+}
+
+void StreamingExpertStore::group_unit(int layer, const ExpertUnit& unit, Slot& s) const {
+  if (s.grouped) return;
+  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
+  auto group = [](const ExpertTensorLayout& t, const uint8_t* slice) {
+    // The slice is arena memory this store owns; ExpertUnit hands it out read-only.
+    if (t.grouped_rows) group_q4_0_rows(const_cast<uint8_t*>(slice), t.n_in, t.n_out);
+  };
+  group(l.gate, unit.gate);
+  group(l.up, unit.up);
+  group(l.down, unit.down);
+  s.grouped = true;
 }
 
 void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> experts) {

@@ -180,7 +180,7 @@ std::vector<float> run_seq16(const std::string& path) {
   auto model = Model::load(file);
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (!model.ok()) return {};
-  ResidentExpertStore store(file, model.value()->weights().experts);
+  ResidentExpertStore store(model.value()->weights().experts);
   ThreadPool pool(2);
   KvCache cache(model.value()->config(), 64);
   Transformer transformer(model.value(), store, pool);

@@ -56,7 +56,7 @@ Result<Matrix> TensorBinder::matrix(const std::string& name, int64_t n_in, int64
   STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* tensor, find(name, {n_in, n_out}));
   const uint8_t* bytes = data_ ? data_->data(*tensor) : nullptr;
   if (data_ && !bytes) return error(fmt::format("tensor {} is not loaded", name));
-  return Matrix{QuantType(tensor->type_id), bytes, n_in, n_out};
+  return Matrix{QuantType(tensor->type_id), bytes, n_in, n_out, data_ && data_->grouped(*tensor)};
 }
 
 Result<Vector> TensorBinder::vector(const std::string& name, int64_t n) const {
@@ -79,6 +79,10 @@ Result<ExpertTensorLayout> TensorBinder::experts(const std::string& name, int64_
   layout.expert_bytes = quant_traits(layout.type).row_bytes(n_in) * size_t(n_out);
   layout.n_in = n_in;
   layout.n_out = n_out;
+  if (data_) {
+    layout.resident = data_->data(*tensor);
+    layout.grouped_rows = data_->grouped(*tensor);
+  }
   return layout;
 }
 

@@ -1,6 +1,12 @@
 // Where the bytes of a model's tensors are: the memory-mapped file (everything resident, the
-// page cache decides), or dense weights loaded into memory the budget counts (streaming mode:
-// routed experts are read separately, into the expert arena).
+// page cache decides), or tensors loaded into memory of our own: the dense weights, which the
+// budget counts, in streaming mode (routed experts are read separately, into the expert arena),
+// or everything, in resident mode when some tensors are to be grouped.
+//
+// Weights copied into memory of our own are kept the way the kernels read them fastest: Q4_0
+// matrices in row groups (quant/q4_0_groups.h) where this CPU has the grouped kernel. Weights
+// used in place in the mapping stay as the file has them. grouped() says which is which; the
+// arena groups the expert slices it reads by the same rule (grouped_when_copied).
 //
 // In GGUF MoE files the routed experts are the only 3-D tensors (ffn_*_exps, [n_expert][rows]
 // [cols]); everything else is dense. LoadedTensorData relies on that rule.
@@ -25,7 +31,17 @@ class TensorData {
   // The tensor's bytes, or nullptr where this source does not hold them (experts, or when
   // only shapes are being checked).
   virtual const uint8_t* data(const gguf::TensorInfo& tensor) const = 0;
+  // Whether this source's bytes of the tensor are (or, for experts it does not hold, whoever
+  // copies them will make them) grouped rows.
+  virtual bool grouped(const gguf::TensorInfo& tensor) const = 0;
 };
+
+// Q4_0 matrices and expert stacks with whole groups of rows, on a CPU with the grouped kernel;
+// never the token embedding, which is read a row at a time.
+bool grouped_when_copied(const gguf::TensorInfo& tensor);
+// Whether any tensor of the file is: then resident mode copies the file's tensors rather than
+// computing on the mapping.
+bool has_tensors_grouped_when_copied(const gguf::GgufFile& file);
 
 class MappedTensorData final : public TensorData {
  public:
@@ -33,6 +49,7 @@ class MappedTensorData final : public TensorData {
   const uint8_t* data(const gguf::TensorInfo& tensor) const override {
     return file_.tensor_data(tensor);
   }
+  bool grouped(const gguf::TensorInfo&) const override { return false; }
 
  private:
   const gguf::GgufFile& file_;
@@ -42,14 +59,19 @@ bool is_routed_expert_tensor(const gguf::TensorInfo& tensor);
 // Bytes of every tensor that is not a routed-expert stack.
 uint64_t dense_tensor_bytes(const gguf::GgufFile& file);
 
-// Every dense tensor read with `reader` (O_DIRECT) into one aligned allocation.
+// Tensors read with `reader` (O_DIRECT) into one aligned allocation, grouped where
+// grouped_when_copied says so.
 class LoadedTensorData final : public TensorData {
  public:
+  enum class Contents { kDense, kAll };
   // `progress` receives bytes as they are read (may be null).
   static Result<std::unique_ptr<LoadedTensorData>> load(const gguf::GgufFile& file,
-                                                        FileReader& reader,
+                                                        FileReader& reader, Contents contents,
                                                         class ProgressBar* progress);
   const uint8_t* data(const gguf::TensorInfo& tensor) const override;
+  bool grouped(const gguf::TensorInfo& tensor) const override {
+    return grouped_when_copied(tensor);
+  }
   uint64_t bytes() const { return bytes_; }
 
  private:
@@ -57,5 +79,12 @@ class LoadedTensorData final : public TensorData {
   uint64_t bytes_ = 0;
   std::unordered_map<std::string, const uint8_t*> tensors_;
 };
+
+// The tensor data of a model used all-resident: the file copied into memory and grouped when
+// it has tensors to group (has_tensors_grouped_when_copied), else the mapping, whose pages are
+// read in now. `progress` (may be null) counts the file's bytes. REQUIRES: `file` was opened
+// from its path (GgufFile::open), which the copy is read from.
+Result<std::shared_ptr<const TensorData>> load_resident_tensor_data(const gguf::GgufFile& file,
+                                                                    class ProgressBar* progress);
 
 }  // namespace strata

@@ -354,9 +354,9 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
   std::vector<MatmulJob> jobs;
   for (size_t i = 0; i < batch.size(); ++i) {
     const size_t e = size_t(batch[i].expert);
-    gate[i] = Matrix{layout.gate.type, batch[i].unit.gate, n_embd, n_ff};
-    up[i] = Matrix{layout.up.type, batch[i].unit.up, n_embd, n_ff};
-    down[i] = Matrix{layout.down.type, batch[i].unit.down, n_ff, n_embd};
+    gate[i] = Matrix{layout.gate.type, batch[i].unit.gate, n_embd, n_ff, layout.gate.grouped_rows};
+    up[i] = Matrix{layout.up.type, batch[i].unit.up, n_embd, n_ff, layout.up.grouped_rows};
+    down[i] = Matrix{layout.down.type, batch[i].unit.down, n_ff, n_embd, layout.down.grouped_rows};
     const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
     jobs.push_back({&gate[i], &gathered_gate_, first, rows, gate_out_.data() + first * n_ff, n_ff});
     jobs.push_back({&up[i], &up_input, first, rows, up_out_.data() + first * n_ff, n_ff});

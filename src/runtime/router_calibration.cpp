@@ -28,7 +28,7 @@ Result<std::vector<std::vector<float>>> record_router_inputs(const std::string& 
                                                              int n_threads) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
-  ResidentExpertStore store(file, model->weights().experts);
+  ResidentExpertStore store(model->weights().experts);
   ThreadPool pool(n_threads);
   Transformer transformer(model, store, pool);
   std::vector<std::vector<float>> inputs(static_cast<size_t>(model->config().n_layer));

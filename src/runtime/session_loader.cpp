@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "base/populate_mapping.h"
 #include "base/progress.h"
 #include "experts/expert_arena.h"
 #include "experts/file_reader.h"
@@ -30,16 +29,16 @@ int default_io_depth(const ExpertLayout& experts, int io_threads) {
 
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
-  STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file));
-  if (!options.quiet) {
-    // Every expert stays resident in this store, so the whole file is read in now.
-    ProgressBar progress("loading " + options.model_path, file->file_size());
-    populate_mapping(file->bytes(), &progress);
-  } else {
-    populate_mapping(file->bytes(), nullptr);
-  }
-  session.experts = std::make_unique<ResidentExpertStore>(file, session.model->weights().experts);
-  session.store = "all experts resident (memory-mapped)";
+  std::optional<ProgressBar> progress;
+  // Every expert stays resident in this store, so the whole file is read in now.
+  if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
+  STRATA_ASSIGN_OR_RETURN(auto data,
+                          load_resident_tensor_data(*file, progress ? &*progress : nullptr));
+  const bool copied = has_tensors_grouped_when_copied(*file);
+  STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
+  session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
+  session.store = copied ? "all experts resident (read into memory, Q4_0 rows grouped)"
+                         : "all experts resident (memory-mapped)";
   return Status();
 }
 
@@ -79,7 +78,8 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
     std::optional<ProgressBar> progress;
     if (!options.quiet) progress.emplace("loading dense weights", dense_tensor_bytes(*file));
     STRATA_ASSIGN_OR_RETURN(
-        dense, LoadedTensorData::load(*file, *reader, progress ? &*progress : nullptr));
+        dense, LoadedTensorData::load(*file, *reader, LoadedTensorData::Contents::kDense,
+                                      progress ? &*progress : nullptr));
   }
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, dense));
   const ModelConfig& config = session.model->config();

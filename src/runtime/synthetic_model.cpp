@@ -251,7 +251,7 @@ Result<RoutingReport> measure_routing(const std::string& model_path, int64_t n_t
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(model_path));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
   const ModelConfig& config = model->config();
-  ResidentExpertStore store(file, model->weights().experts);
+  ResidentExpertStore store(model->weights().experts);
   ThreadPool pool(n_threads > 0 ? n_threads
                                 : int(std::max(1u, std::thread::hardware_concurrency())));
   Transformer transformer(model, store, pool);
