@@ -1,7 +1,8 @@
 // Decode's Q4_0 rows kernels side by side with a plain read of the same bytes, interleaved round
-// by round in one process, so that a shared host's drift hits all three alike: the AVX2 kernel,
-// the AVX-512 VNNI kernel (where the CPU has it) and a plain AVX2 read of the same bytes with
-// the kernels' prefetch (integer adds, so the random bytes cost no float assists). Each round
+// by round in one process, so that a shared host's drift hits all alike: the AVX2 kernel, the
+// AVX-512 VNNI kernel and the grouped kernel on a grouped copy of the matrix (quant/q4_0_groups.h;
+// both where the CPU has VNNI), and a plain AVX2 read of the same bytes with the rows kernels'
+// prefetch (integer adds, so the random bytes cost no float assists). Each round
 // every variant streams the whole matrix once on N threads, in tasks of 64 rows (decode's
 // tasks are ~64 KiB of weights: 56 rows of 2048). Prints each variant's median GB/s of weights
 // and its median ratio to the AVX2 kernel over the rounds.
@@ -13,6 +14,7 @@
 #include "base/cpu_features.h"
 #include "base/huge_page_memory.h"
 #include "quant/q4_0.h"
+#include "quant/q4_0_groups.h"
 #include "quant/q8_0.h"
 #include "quant/quant_type.h"
 
@@ -59,7 +61,8 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
   const int64_t rows_per_thread = int64_t(matrix_bytes / row_bytes) / n_threads;
   const size_t thread_bytes = size_t(rows_per_thread) * row_bytes;
   const HugePageMemory matrix = allocate_on_huge_pages(thread_bytes * n_threads + 4096);
-  if (!matrix) {
+  const HugePageMemory grouped = allocate_on_huge_pages(thread_bytes * n_threads + 8192);
+  if (!matrix || !grouped) {
     std::fprintf(stderr, "rows_kernel_ab_bench: cannot allocate the matrix\n");
     return 1;
   }
@@ -72,6 +75,8 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
     const uint16_t scale = uint16_t(0x2000 | (rng() & 0x83ff));  // +-2^-7 .. 2^-6, no NaN
     std::memcpy(matrix.get() + b, &scale, 2);
   }
+  std::memcpy(grouped.get(), matrix.get(), thread_bytes * n_threads);
+  group_q4_0_rows(grouped.get(), row_length, rows_per_thread / kRowsPerTask * kRowsPerTask * n_threads);
   std::vector<float> values(static_cast<size_t>(row_length));
   std::normal_distribution<float> normal;
   for (auto& v : values) v = normal(rng);
@@ -80,10 +85,14 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
 
   struct Variant {
     std::string name;
-    VecDotRowsFn kernel;  // nullptr: the plain read
+    VecDotRowsFn kernel;  // nullptr: the grouped kernel, or else the plain read
+    bool grouped = false;
   };
   std::vector<Variant> variants = {{"avx2 rows kernel", vec_dot_rows_q4_0_avx2}};
-  if (avx512_vnni()) variants.push_back({"avx512 rows kernel", vec_dot_rows_q4_0_avx512});
+  if (avx512_vnni()) {
+    variants.push_back({"avx512 rows kernel", vec_dot_rows_q4_0_avx512});
+    variants.push_back({"grouped kernel", nullptr, true});
+  }
   variants.push_back({"prefetched read", nullptr});
 
   const int passes = std::max<int>(1, int((size_t(1) << 30) / (thread_bytes * n_threads)));
@@ -94,9 +103,17 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
       std::vector<std::thread> threads;
       for (int t = 0; t < n_threads; ++t) {
         threads.emplace_back([&, t] {
-          const uint8_t* rows = matrix.get() + size_t(t) * thread_bytes;
+          const uint8_t* rows =
+              (variants[v].grouped ? grouped : matrix).get() + size_t(t) * thread_bytes;
           float out[kRowsPerTask];
           for (int pass = 0; pass < passes; ++pass) {
+            if (variants[v].grouped) {
+              for (int64_t r = 0; r + kRowsPerTask <= rows_per_thread; r += kRowsPerTask)
+                vec_dot_q4_0_groups_avx512(row_length, rows + size_t(r) * row_bytes,
+                                           kRowsPerTask / kQ4_0GroupRows, x.data(), 0, 1, out,
+                                           kRowsPerTask);
+              continue;
+            }
             if (!variants[v].kernel) {
               volatile int64_t sink = prefetched_read(rows, thread_bytes);
               (void)sink;

@@ -32,15 +32,19 @@ uint64_t proc_status_kib(const char* field) {
 uint64_t current_rss_bytes() { return proc_status_kib("VmRSS") * 1024; }
 uint64_t peak_rss_bytes() { return proc_status_kib("VmHWM") * 1024; }
 
-uint64_t automatic_budget_bytes() {
+uint64_t available_memory_bytes() {
   std::ifstream in("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024 / 10 * 8;  // 80 %: room for everyone else
+    if (key == "MemAvailable:") return kib * 1024;
     in.ignore(1 << 10, '\n');
   }
   return 0;
+}
+
+uint64_t automatic_budget_bytes() {
+  return available_memory_bytes() / 10 * 8;  // 80 %: room for everyone else
 }
 
 MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {

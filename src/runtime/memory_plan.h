@@ -45,7 +45,9 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request);
 // Resident set size of this process now and at its peak (VmRSS, VmHWM).
 uint64_t current_rss_bytes();
 uint64_t peak_rss_bytes();
-// A safe share of the memory this machine has available (MemAvailable), for `--mem auto`.
+// The memory this machine has available (MemAvailable; 0 where it cannot be read).
+uint64_t available_memory_bytes();
+// A safe share of it, for `--mem auto`.
 uint64_t automatic_budget_bytes();
 
 }  // namespace strata

@@ -29,12 +29,19 @@ int default_io_depth(const ExpertLayout& experts, int io_threads) {
 
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
+  const bool copied = has_tensors_grouped_when_copied(*file);
+  // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
+  if (const uint64_t available = available_memory_bytes();
+      copied && available > 0 && file->file_size() > available)
+    return Status::errorf(
+        "{}: keeping every expert resident needs {} of memory, but {} are available; stream "
+        "the experts with --mem auto (or --mem SIZE)",
+        file->name(), format_bytes(file->file_size()), format_bytes(available));
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
   if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
   STRATA_ASSIGN_OR_RETURN(auto data,
                           load_resident_tensor_data(*file, progress ? &*progress : nullptr));
-  const bool copied = has_tensors_grouped_when_copied(*file);
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
   session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
   session.store = copied ? "all experts resident (read into memory, Q4_0 rows grouped)"
