@@ -40,6 +40,20 @@ int64_t rows_per_task(size_t bytes, const Matrix& w) {
   return rows >= 4 ? rows / 4 * 4 : rows;
 }
 
+// The matrix's memory, which group_before_use gives this call to rearrange.
+uint8_t* mutable_rows(const Matrix& w, int64_t row) { return const_cast<uint8_t*>(w.row(row)); }
+
+// Tiles group their own rows before using them, unless several tiles (token ranges) share those
+// rows: those matrices are grouped here first, a group per task.
+void group_in_shared_rows(ThreadPool& pool, std::span<const MatmulJob> jobs) {
+  for (const MatmulJob& job : jobs) {
+    if (!job.w->group_before_use || job.n_tokens <= kTokensPerTask) continue;
+    pool.parallel_for(job.w->n_out / kQ4_0GroupRows, [&](int64_t group, int) {
+      group_q4_0_rows(mutable_rows(*job.w, group * kQ4_0GroupRows), job.w->n_in, kQ4_0GroupRows);
+    });
+  }
+}
+
 }  // namespace
 
 void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_in) {
@@ -81,6 +95,7 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   kernels.clear();
   rows_kernels.clear();
   const size_t bytes = task_bytes(jobs, pool.size());
+  group_in_shared_rows(pool, jobs);
   for (size_t j = 0; j < jobs.size(); ++j) {
     const MatmulJob& job = jobs[j];
     const QuantTraits& traits = quant_traits(job.w->type);
@@ -104,6 +119,9 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
     float* y = job.y + tile.token_begin * job.y_stride + tile.row_begin;
     // Grouped rows: one kernel for decode and prefill, whose bits do not depend on n_cols.
     if (job.w->grouped_rows) {
+      if (job.w->group_before_use && job.n_tokens <= kTokensPerTask)
+        group_q4_0_rows(mutable_rows(*job.w, tile.row_begin), job.w->n_in,
+                        tile.row_end - tile.row_begin);
       vec_dot_q4_0_groups_avx512(job.w->n_in, job.w->row(tile.row_begin),
                                  int((tile.row_end - tile.row_begin) / kQ4_0GroupRows), x,
                                  job.x->row_stride, n_cols, y, size_t(job.y_stride));

@@ -28,6 +28,10 @@ struct Matrix {
   // Rows rearranged in groups of 8 (quant/q4_0_groups.h) by whoever loaded them; row(index)
   // is then the start of a group for index a multiple of 8.
   bool grouped_rows = false;
+  // grouped_rows, but the bytes are still as the file has them: run_matmuls groups them in
+  // place before computing with them (each task its own rows, so they are in its cache when its
+  // kernel reads them). Afterwards they are grouped; the owner must know that.
+  bool group_before_use = false;
   size_t row_bytes() const { return quant_traits(type).row_bytes(n_in); }
   const uint8_t* row(int64_t index) const { return data + size_t(index) * row_bytes(); }
 };

@@ -48,6 +48,10 @@ struct ExpertUnit {
   const uint8_t* gate = nullptr;
   const uint8_t* up = nullptr;
   const uint8_t* down = nullptr;
+  // The slices whose layout says grouped_rows are still as the file has them (just read into
+  // the arena): the first product that uses them groups them in place, a task's rows at a time,
+  // while they are in its cache (cpu/matmul.h, Matrix::group_before_use).
+  bool group_before_use = false;
 };
 
 }  // namespace strata

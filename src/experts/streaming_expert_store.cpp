@@ -5,7 +5,6 @@
 #include <chrono>
 
 #include "base/check.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -287,7 +286,7 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
   }
   std::vector<ClaimedExpert> claimed;
   for (Need* need : ready) {
-    const Slot& s = slot(c, need->slot);
+    Slot& s = slot(c, need->slot);
     if (!s.error.ok()) {
       // Reported once; the unit leaves the arena so that a later attempt reads it again.
       const Status error = s.error;
@@ -300,24 +299,12 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
       return error;
     }
     need->claimed = true;
-    const ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
-    group_unit(layer, unit, slot(c, need->slot));
+    ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
+    unit.group_before_use = !s.grouped;
+    s.grouped = true;
     claimed.push_back({need->expert, unit});
   }
   return claimed;
-}
-
-void StreamingExpertStore::group_unit(int layer, const ExpertUnit& unit, Slot& s) const {
-  if (s.grouped) return;
-  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
-  auto group = [](const ExpertTensorLayout& t, const uint8_t* slice) {
-    // The slice is arena memory this store owns; ExpertUnit hands it out read-only.
-    if (t.grouped_rows) group_q4_0_rows(const_cast<uint8_t*>(slice), t.n_in, t.n_out);
-  };
-  group(l.gate, unit.gate);
-  group(l.up, unit.up);
-  group(l.down, unit.down);
-  s.grouped = true;
 }
 
 void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> experts) {

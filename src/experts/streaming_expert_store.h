@@ -15,9 +15,10 @@
 // begin_layer() whether or not its read finished (if the read is still running, the slot
 // stays busy until it ends, which only costs time).
 //
-// Slices the layout marks grouped_rows are grouped (quant/q4_0_groups.h) when their unit is
-// first claimed after a read, on the claiming thread: reads land as the file has them, and
-// read-aheads dropped unused cost no grouping.
+// Reads land as the file has them. Slices the layout marks grouped_rows are grouped
+// (quant/q4_0_groups.h) by the products of the first claim after a read (ExpertUnit::
+// group_before_use): on the compute threads, a task's rows at a time, which then read them from
+// their cache; read-aheads dropped unused cost no grouping.
 //
 // Thread-safety: one compute thread calls everything; reads run on the I/O engine's threads.
 #pragma once
@@ -71,7 +72,7 @@ class StreamingExpertStore final : public ExpertStore {
     bool speculative = false;  // loaded by prefetch, not yet needed
     bool pinned = false;       // needed by the current layer, not yet released
     bool reading = false;      // a read was submitted and not yet collected
-    bool grouped = false;      // its slices' rows are grouped (when the layout asks for it)
+    bool grouped = false;      // claimed since its read: its slices are grouped where asked
     IoEngine::Ticket ticket = 0;
     int prefetch_rank = 0;
     Status error;  // a failed read, reported when the unit is claimed
@@ -97,8 +98,6 @@ class StreamingExpertStore final : public ExpertStore {
   void submit_read(int layer, int32_t expert, int size_class, int index, int priority);
   // Collects a finished (or, when `block`, any) read of a slot.
   void collect(int size_class, int index, bool block);
-  // Groups the rows of a unit just read, once (see above).
-  void group_unit(int layer, const ExpertUnit& unit, Slot& s) const;
   void assign_waiting_needs();
 
   ExpertLayout layout_;

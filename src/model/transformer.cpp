@@ -354,9 +354,14 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
   std::vector<MatmulJob> jobs;
   for (size_t i = 0; i < batch.size(); ++i) {
     const size_t e = size_t(batch[i].expert);
-    gate[i] = Matrix{layout.gate.type, batch[i].unit.gate, n_embd, n_ff, layout.gate.grouped_rows};
-    up[i] = Matrix{layout.up.type, batch[i].unit.up, n_embd, n_ff, layout.up.grouped_rows};
-    down[i] = Matrix{layout.down.type, batch[i].unit.down, n_ff, n_embd, layout.down.grouped_rows};
+    const ExpertUnit& unit = batch[i].unit;
+    auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in, int64_t n_out) {
+      return Matrix{t.type, bytes, n_in, n_out, t.grouped_rows,
+                    t.grouped_rows && unit.group_before_use};
+    };
+    gate[i] = slice(layout.gate, unit.gate, n_embd, n_ff);
+    up[i] = slice(layout.up, unit.up, n_embd, n_ff);
+    down[i] = slice(layout.down, unit.down, n_ff, n_embd);
     const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
     jobs.push_back({&gate[i], &gathered_gate_, first, rows, gate_out_.data() + first * n_ff, n_ff});
     jobs.push_back({&up[i], &up_input, first, rows, up_out_.data() + first * n_ff, n_ff});
