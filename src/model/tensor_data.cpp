@@ -1,5 +1,9 @@
 #include "model/tensor_data.h"
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "base/populate_mapping.h"
@@ -7,6 +11,25 @@
 #include "quant/q4_0_groups.h"
 
 namespace strata {
+
+namespace {
+
+constexpr uint64_t kLoadChunkBytes = uint64_t(64) << 20;  // a multiple of any reader alignment
+constexpr int kLoadThreads = 4;
+
+// Calls work(i) for every i in [0, n) on n_threads threads.
+void run_on_threads(int n_threads, size_t n, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  auto loop = [&] {
+    for (size_t i = next++; i < n; i = next++) work(i);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < n_threads; ++t) threads.emplace_back(loop);
+  loop();
+  for (auto& thread : threads) thread.join();
+}
+
+}  // namespace
 
 bool is_routed_expert_tensor(const gguf::TensorInfo& tensor) { return tensor.shape.size() == 3; }
 
@@ -60,19 +83,43 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
                             total);
   }
   loaded->bytes_ = total;
-  for (const Piece& piece : pieces) {
-    uint8_t* slot = loaded->memory_.get() + piece.slot;
-    const Status status = reader.read(slot, piece.file_begin, piece.length);
-    if (!status.ok())
-      return status.with_prefix(fmt::format("loading tensor {}", piece.tensor->name));
-    uint8_t* bytes = slot + (piece.tensor->offset - piece.file_begin);
+
+  // Read in chunks by a few threads at once: while one thread's pages are faulted in (the kernel
+  // zeroes each before the read lands in it), the others' reads keep the disk busy, and a few
+  // reads in flight is what disks read fastest with. The resident 30B-A3B shape (16 GiB) loaded
+  // in 19 s read piece by piece on one thread.
+  struct Chunk {
+    size_t piece;
+    uint64_t offset, length;  // within the piece
+  };
+  std::vector<Chunk> chunks;
+  for (size_t p = 0; p < pieces.size(); ++p)
+    for (uint64_t offset = 0; offset < pieces[p].length; offset += kLoadChunkBytes)
+      chunks.push_back({p, offset, std::min(kLoadChunkBytes, pieces[p].length - offset)});
+  std::vector<Status> failures(chunks.size());
+  run_on_threads(kLoadThreads, chunks.size(), [&](size_t c) {
+    const Chunk& chunk = chunks[c];
+    const Piece& piece = pieces[chunk.piece];
+    failures[c] = reader.read(loaded->memory_.get() + piece.slot + chunk.offset,
+                              piece.file_begin + chunk.offset, chunk.length);
+    if (progress) progress->advance(chunk.length);
+  });
+  for (size_t c = 0; c < chunks.size(); ++c)
+    if (!failures[c].ok())
+      return failures[c].with_prefix(
+          fmt::format("loading tensor {}", pieces[chunks[c].piece].tensor->name));
+
+  std::vector<uint8_t*> starts(pieces.size());
+  for (size_t p = 0; p < pieces.size(); ++p)
+    starts[p] = loaded->memory_.get() + pieces[p].slot + (pieces[p].tensor->offset - pieces[p].file_begin);
+  run_on_threads(kLoadThreads, pieces.size(), [&](size_t p) {
+    const gguf::TensorInfo& tensor = *pieces[p].tensor;
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
     // multiple of the group, so no group straddles two experts.
-    if (grouped_when_copied(*piece.tensor))
-      group_q4_0_rows(bytes, piece.tensor->shape[0], piece.tensor->n_elements() / piece.tensor->shape[0]);
-    loaded->tensors_[piece.tensor->name] = bytes;
-    if (progress) progress->advance(piece.tensor->n_bytes);
-  }
+    if (grouped_when_copied(tensor))
+      group_q4_0_rows(starts[p], tensor.shape[0], tensor.n_elements() / tensor.shape[0]);
+  });
+  for (size_t p = 0; p < pieces.size(); ++p) loaded->tensors_[pieces[p].tensor->name] = starts[p];
   return loaded;
 }
 
