@@ -41,8 +41,8 @@ __attribute__((target("avx2"))) int64_t prefetched_read(const uint8_t* bytes, si
   for (size_t i = 0; i + 64 <= n; i += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(bytes) + i + 4096, _MM_HINT_T1);
     sum = _mm256_add_epi64(sum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i)));
-    sum = _mm256_add_epi64(sum,
-                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i + 32)));
+    sum =
+        _mm256_add_epi64(sum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i + 32)));
   }
   return _mm256_extract_epi64(sum, 0);
 }
@@ -76,7 +76,8 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
     std::memcpy(matrix.get() + b, &scale, 2);
   }
   std::memcpy(grouped.get(), matrix.get(), thread_bytes * n_threads);
-  group_q4_0_rows(grouped.get(), row_length, rows_per_thread / kRowsPerTask * kRowsPerTask * n_threads);
+  group_q4_0_rows(grouped.get(), row_length,
+                  rows_per_thread / kRowsPerTask * kRowsPerTask * n_threads);
   std::vector<float> values(static_cast<size_t>(row_length));
   std::normal_distribution<float> normal;
   for (auto& v : values) v = normal(rng);
@@ -120,8 +121,8 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
               continue;
             }
             for (int64_t r = 0; r + kRowsPerTask <= rows_per_thread; r += kRowsPerTask)
-              variants[v].kernel(row_length, rows + size_t(r) * row_bytes, row_bytes,
-                                 kRowsPerTask, x.data(), out);
+              variants[v].kernel(row_length, rows + size_t(r) * row_bytes, row_bytes, kRowsPerTask,
+                                 x.data(), out);
           }
         });
       }

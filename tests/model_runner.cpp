@@ -20,7 +20,8 @@ void throw_if_error(const Status& status) {
 ModelRunner::ModelRunner(const std::string& path, int n_threads) {
   auto file = value_or_throw(gguf::GgufFile::open(path));
   // Loaded as sessions load it: Q4_0 rows grouped where this CPU groups them.
-  model_ = value_or_throw(Model::load(file, value_or_throw(load_resident_tensor_data(*file, nullptr))));
+  model_ =
+      value_or_throw(Model::load(file, value_or_throw(load_resident_tensor_data(*file, nullptr))));
   store_ = std::make_unique<ResidentExpertStore>(model_->weights().experts);
   pool_ = std::make_unique<ThreadPool>(n_threads);
 }

@@ -36,18 +36,24 @@ size_t task_bytes(std::span<const MatmulJob> jobs, int n_threads) {
 // rows come in whole groups.
 int64_t rows_per_task(size_t bytes, const Matrix& w) {
   const int64_t rows = std::max<int64_t>(1, int64_t(bytes / w.row_bytes()));
-  if (w.grouped_rows) return std::max<int64_t>(kQ4_0GroupRows, rows / kQ4_0GroupRows * kQ4_0GroupRows);
+  if (w.grouped_rows)
+    return std::max<int64_t>(kQ4_0GroupRows, rows / kQ4_0GroupRows * kQ4_0GroupRows);
   return rows >= 4 ? rows / 4 * 4 : rows;
 }
 
 // The matrix's memory, which group_before_use gives this call to rearrange.
 uint8_t* mutable_rows(const Matrix& w, int64_t row) { return const_cast<uint8_t*>(w.row(row)); }
 
+// Whether a job's tiles partition its rows (one token range), so that each can group its own.
+bool tiles_own_their_rows(const MatmulJob& job) {
+  return job.n_tokens >= 1 && job.n_tokens <= kTokensPerTask;
+}
+
 // Tiles group their own rows before using them, unless several tiles (token ranges) share those
-// rows: those matrices are grouped here first, a group per task.
+// rows, or none uses them: those matrices are grouped here first, a group per task.
 void group_in_shared_rows(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   for (const MatmulJob& job : jobs) {
-    if (!job.w->group_before_use || job.n_tokens <= kTokensPerTask) continue;
+    if (!job.w->group_before_use || tiles_own_their_rows(job)) continue;
     pool.parallel_for(job.w->n_out / kQ4_0GroupRows, [&](int64_t group, int) {
       group_q4_0_rows(mutable_rows(*job.w, group * kQ4_0GroupRows), job.w->n_in, kQ4_0GroupRows);
     });
@@ -119,7 +125,7 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
     float* y = job.y + tile.token_begin * job.y_stride + tile.row_begin;
     // Grouped rows: one kernel for decode and prefill, whose bits do not depend on n_cols.
     if (job.w->grouped_rows) {
-      if (job.w->group_before_use && job.n_tokens <= kTokensPerTask)
+      if (job.w->group_before_use && tiles_own_their_rows(job))
         group_q4_0_rows(mutable_rows(*job.w, tile.row_begin), job.w->n_in,
                         tile.row_end - tile.row_begin);
       vec_dot_q4_0_groups_avx512(job.w->n_in, job.w->row(tile.row_begin),

@@ -71,7 +71,7 @@ TEST(GroupedMatmul, TokenBitsDoNotDependOnBatch) {
 
 TEST(GroupedMatmul, GroupsBeforeUseInPlace) {
   if (!avx512_vnni()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI (or STRATA_SIMD keeps to AVX2)";
-  for (int64_t n_tokens : {1, 5, 100}) {  // tiles group their rows; 100: a pass first
+  for (int64_t n_tokens : {0, 1, 5, 100}) {  // tiles group their rows; 0 and 100: a pass first
     Problem p = make_problem(n_tokens);
     ThreadPool pool(2);
     const Matrix grouped{QuantType::kQ4_0, p.grouped.data(), kIn, kOut, true};

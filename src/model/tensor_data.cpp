@@ -79,8 +79,7 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
     // streams (attention, routers, shared experts, the output matrix, resident experts).
     loaded->memory_ = allocate_on_huge_pages(total, alignment);
     if (!loaded->memory_)
-      return Status::errorf("{}: cannot allocate {} bytes for the dense weights", file.name(),
-                            total);
+      return Status::errorf("{}: cannot allocate {} bytes for the weights", file.name(), total);
   }
   loaded->bytes_ = total;
 
@@ -111,7 +110,8 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
 
   std::vector<uint8_t*> starts(pieces.size());
   for (size_t p = 0; p < pieces.size(); ++p)
-    starts[p] = loaded->memory_.get() + pieces[p].slot + (pieces[p].tensor->offset - pieces[p].file_begin);
+    starts[p] =
+        loaded->memory_.get() + pieces[p].slot + (pieces[p].tensor->offset - pieces[p].file_begin);
   run_on_threads(kLoadThreads, pieces.size(), [&](size_t p) {
     const gguf::TensorInfo& tensor = *pieces[p].tensor;
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
@@ -136,7 +136,8 @@ Result<std::shared_ptr<const TensorData>> load_resident_tensor_data(const gguf::
   }
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file.name()));
   STRATA_ASSIGN_OR_RETURN(
-      auto loaded, LoadedTensorData::load(file, *reader, LoadedTensorData::Contents::kAll, progress));
+      auto loaded,
+      LoadedTensorData::load(file, *reader, LoadedTensorData::Contents::kAll, progress));
   return std::shared_ptr<const TensorData>(std::move(loaded));
 }
 

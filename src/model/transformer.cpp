@@ -355,9 +355,10 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
   for (size_t i = 0; i < batch.size(); ++i) {
     const size_t e = size_t(batch[i].expert);
     const ExpertUnit& unit = batch[i].unit;
-    auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in, int64_t n_out) {
-      return Matrix{t.type, bytes, n_in, n_out, t.grouped_rows,
-                    t.grouped_rows && unit.group_before_use};
+    auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in,
+                     int64_t n_out) {
+      return Matrix{t.type, bytes,          n_in,
+                    n_out,  t.grouped_rows, t.grouped_rows && unit.group_before_use};
     };
     gate[i] = slice(layout.gate, unit.gate, n_embd, n_ff);
     up[i] = slice(layout.up, unit.up, n_embd, n_ff);

@@ -39,7 +39,8 @@ void group_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows) {
 void dequantize_grouped_q4_0_row(const uint8_t* rows, int64_t n, int64_t row, float* out) {
   const int64_t n_blocks = n / 32;
   const int r = int(row % kQ4_0GroupRows);
-  const uint8_t* group = rows + size_t(row / kQ4_0GroupRows) * size_t(n_blocks) * kQ4_0GroupBlockBytes;
+  const uint8_t* group =
+      rows + size_t(row / kQ4_0GroupRows) * size_t(n_blocks) * kQ4_0GroupBlockBytes;
   for (int64_t b = 0; b < n_blocks; ++b) {
     BlockQ4_0 block;
     const uint8_t* source = group + size_t(b) * kQ4_0GroupBlockBytes;

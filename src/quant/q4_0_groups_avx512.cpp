@@ -28,8 +28,7 @@ struct alignas(32) PreparedBlock {
   float d;
 };
 
-void prepare_column(const float* table, const BlockQ8_0* x, int64_t n_blocks,
-                    PreparedBlock* out) {
+void prepare_column(const float* table, const BlockQ8_0* x, int64_t n_blocks, PreparedBlock* out) {
   const __m128i eights = _mm_set1_epi8(8);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
@@ -87,8 +86,8 @@ void dot_group(const float* table, const uint8_t* group, int64_t n_blocks, const
     // are spread, with several after: the same products either way.
     __m512 spread_0_to_3, spread_4_to_7;
     if constexpr (kCols == 1) {
-      const __m512 scales = _mm512_castps256_ps512(
-          _mm256_mul_ps(weight_scales, _mm256_set1_ps(prepared[b].d)));
+      const __m512 scales =
+          _mm512_castps256_ps512(_mm256_mul_ps(weight_scales, _mm256_set1_ps(prepared[b].d)));
       spread_0_to_3 = _mm512_permutexvar_ps(rows_0_to_3, scales);
       spread_4_to_7 = _mm512_permutexvar_ps(rows_4_to_7, scales);
     } else {
@@ -96,8 +95,8 @@ void dot_group(const float* table, const uint8_t* group, int64_t n_blocks, const
       spread_4_to_7 = _mm512_permutexvar_ps(rows_4_to_7, _mm512_castps256_ps512(weight_scales));
     }
     for (int c = 0; c < kCols; ++c) {
-      const uint8_t* activations = x + size_t(c) * x_stride + size_t(b) * sizeof(BlockQ8_0) +
-                                   offsetof(BlockQ8_0, qs);
+      const uint8_t* activations =
+          x + size_t(c) * x_stride + size_t(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
       const PreparedBlock& column = prepared[size_t(c) * size_t(n_blocks) + size_t(b)];
       const __m512i x_low =
           _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(activations)));

@@ -92,8 +92,8 @@ TEST(Q4_0Groups, KernelMatchesFloat64Dot) {
     const int64_t n = 32 * n_blocks;
     const Problem p = make_problem(n, 16, rng);
     std::vector<float> out(size_t(kMaxColumns) * 16);
-    vec_dot_q4_0_groups_avx512(n, p.grouped.data(), 2, p.columns.data(), p.x_stride(),
-                               kMaxColumns, out.data(), 16);
+    vec_dot_q4_0_groups_avx512(n, p.grouped.data(), 2, p.columns.data(), p.x_stride(), kMaxColumns,
+                               out.data(), 16);
     for (int c = 0; c < kMaxColumns; ++c)
       for (int64_t row = 0; row < 16; ++row) {
         const Reference want = reference(p, row, c);
