@@ -75,9 +75,11 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
     const uint16_t scale = uint16_t(0x2000 | (rng() & 0x83ff));  // +-2^-7 .. 2^-6, no NaN
     std::memcpy(matrix.get() + b, &scale, 2);
   }
-  std::memcpy(grouped.get(), matrix.get(), thread_bytes * n_threads);
-  group_q4_0_rows(grouped.get(), row_length,
-                  rows_per_thread / kRowsPerTask * kRowsPerTask * n_threads);
+  if (avx512_vnni()) {
+    std::memcpy(grouped.get(), matrix.get(), thread_bytes * n_threads);
+    group_q4_0_rows(grouped.get(), row_length,
+                    rows_per_thread / kRowsPerTask * kRowsPerTask * n_threads);
+  }
   std::vector<float> values(static_cast<size_t>(row_length));
   std::normal_distribution<float> normal;
   for (auto& v : values) v = normal(rng);

@@ -31,7 +31,7 @@ inline constexpr size_t kQ4_0GroupBlockBytes = kQ4_0GroupRows * 18;  // scales, 
 bool groups_rows(QuantType type, int64_t n_rows);
 
 // Rearranges n_rows (a multiple of 8) Q4_0 rows of n weights, in place. The bytes keep their
-// size; only their order changes.
+// size; only their order changes. Needs AVX-512 (F, BW, VL), as everything that uses grouped rows.
 void group_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows);
 
 // Row `row` of grouped Q4_0 rows, as floats: the reference the kernel is tested against.

@@ -14,8 +14,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/check.h"
 #include "base/fp16.h"
 #include "quant/groups_of_four.h"
+#include "quant/q4_0.h"
 #include "quant/q8_0.h"
 
 namespace strata {
@@ -125,6 +127,62 @@ void dot_group(const float* table, const uint8_t* group, int64_t n_blocks, const
 }
 
 }  // namespace
+
+// Per group: a copy first (the group is rewritten in place), then per block index one 16-byte
+// store of the 8 scales and two 64-byte stores of the 8 rows' quants; meanwhile the next group
+// is prefetched, so that its copy reads from L2 (grouping runs inside decode's tasks on expert
+// units just read from disk: 18 % of a 25 %-arena decode profile with plain copies).
+void group_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows) {
+  STRATA_CHECK_EQ(n_rows % kQ4_0GroupRows, 0);
+  const int64_t n_blocks = n / 32;
+  const size_t row_bytes = size_t(n_blocks) * sizeof(BlockQ4_0);
+  const size_t group_bytes = kQ4_0GroupRows * row_bytes;
+  thread_local std::vector<uint8_t> storage;
+  storage.resize(group_bytes);
+  // A plain pointer: through the thread_local itself, every use is a __tls_get_addr call.
+  uint8_t* const copy = storage.data();
+  auto load_scale = [&](const uint8_t* block, int r) {
+    uint16_t scale;
+    std::memcpy(&scale, block + size_t(r) * row_bytes, 2);
+    return int(scale);
+  };
+  auto load_quants = [&](const uint8_t* block, int r) {
+    return _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(block + size_t(r) * row_bytes + offsetof(BlockQ4_0, qs)));
+  };
+  for (int64_t first = 0; first < n_rows; first += kQ4_0GroupRows) {
+    uint8_t* group = rows + size_t(first) * row_bytes;
+    const bool has_next = first + kQ4_0GroupRows < n_rows;
+    std::memcpy(copy, group, group_bytes);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      if (has_next) {
+        const char* next = reinterpret_cast<const char*>(group) + group_bytes + b * int64_t(kQ4_0GroupBlockBytes);
+        _mm_prefetch(next, _MM_HINT_T1);
+        _mm_prefetch(next + 64, _MM_HINT_T1);
+        _mm_prefetch(next + 128, _MM_HINT_T1);
+      }
+      const uint8_t* block = copy + size_t(b) * sizeof(BlockQ4_0);
+      __m128i scales = _mm_cvtsi32_si128(load_scale(block, 0));
+      scales = _mm_insert_epi16(scales, load_scale(block, 1), 1);
+      scales = _mm_insert_epi16(scales, load_scale(block, 2), 2);
+      scales = _mm_insert_epi16(scales, load_scale(block, 3), 3);
+      scales = _mm_insert_epi16(scales, load_scale(block, 4), 4);
+      scales = _mm_insert_epi16(scales, load_scale(block, 5), 5);
+      scales = _mm_insert_epi16(scales, load_scale(block, 6), 6);
+      scales = _mm_insert_epi16(scales, load_scale(block, 7), 7);
+      auto four_rows = [&](int r) {
+        __m512i quants = _mm512_castsi128_si512(load_quants(block, r));
+        quants = _mm512_inserti32x4(quants, load_quants(block, r + 1), 1);
+        quants = _mm512_inserti32x4(quants, load_quants(block, r + 2), 2);
+        return _mm512_inserti32x4(quants, load_quants(block, r + 3), 3);
+      };
+      uint8_t* out = group + size_t(b) * kQ4_0GroupBlockBytes;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), scales);
+      _mm512_storeu_si512(out + 2 * kQ4_0GroupRows, four_rows(0));
+      _mm512_storeu_si512(out + 2 * kQ4_0GroupRows + 64, four_rows(4));
+    }
+  }
+}
 
 void vec_dot_q4_0_groups_avx512(int64_t n, const void* w, int n_groups, const void* x,
                                 size_t x_stride, int n_cols, float* out, size_t out_stride) {

@@ -67,6 +67,7 @@ Reference reference(const Problem& p, int64_t row, int c) {
 }
 
 TEST(Q4_0Groups, GroupingKeepsEveryWeight) {
+  if (!avx512_vnni()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI (or STRATA_SIMD keeps to AVX2)";
   std::mt19937 rng(1);
   for (int64_t n : {32, 96, 2048}) {
     const Problem p = make_problem(n, 24, rng);
