@@ -1,13 +1,11 @@
 #include "model/tensor_data.h"
 
 #include <algorithm>
-#include <atomic>
-#include <functional>
-#include <thread>
 #include <vector>
 
 #include "base/populate_mapping.h"
 #include "base/progress.h"
+#include "cpu/thread_pool.h"
 #include "quant/q4_0_groups.h"
 
 namespace strata {
@@ -16,18 +14,6 @@ namespace {
 
 constexpr uint64_t kLoadChunkBytes = uint64_t(64) << 20;  // a multiple of any reader alignment
 constexpr int kLoadThreads = 4;
-
-// Calls work(i) for every i in [0, n) on n_threads threads.
-void run_on_threads(int n_threads, size_t n, const std::function<void(size_t)>& work) {
-  std::atomic<size_t> next{0};
-  auto loop = [&] {
-    for (size_t i = next++; i < n; i = next++) work(i);
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < n_threads; ++t) threads.emplace_back(loop);
-  loop();
-  for (auto& thread : threads) thread.join();
-}
 
 }  // namespace
 
@@ -96,10 +82,11 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
     for (uint64_t offset = 0; offset < pieces[p].length; offset += kLoadChunkBytes)
       chunks.push_back({p, offset, std::min(kLoadChunkBytes, pieces[p].length - offset)});
   std::vector<Status> failures(chunks.size());
-  run_on_threads(kLoadThreads, chunks.size(), [&](size_t c) {
-    const Chunk& chunk = chunks[c];
+  ThreadPool pool(kLoadThreads);
+  pool.parallel_for(int64_t(chunks.size()), [&](int64_t c, int) {
+    const Chunk& chunk = chunks[size_t(c)];
     const Piece& piece = pieces[chunk.piece];
-    failures[c] = reader.read(loaded->memory_.get() + piece.slot + chunk.offset,
+    failures[size_t(c)] = reader.read(loaded->memory_.get() + piece.slot + chunk.offset,
                               piece.file_begin + chunk.offset, chunk.length);
     if (progress) progress->advance(chunk.length);
   });
@@ -112,12 +99,12 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
   for (size_t p = 0; p < pieces.size(); ++p)
     starts[p] =
         loaded->memory_.get() + pieces[p].slot + (pieces[p].tensor->offset - pieces[p].file_begin);
-  run_on_threads(kLoadThreads, pieces.size(), [&](size_t p) {
-    const gguf::TensorInfo& tensor = *pieces[p].tensor;
+  pool.parallel_for(int64_t(pieces.size()), [&](int64_t p, int) {
+    const gguf::TensorInfo& tensor = *pieces[size_t(p)].tensor;
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
     // multiple of the group, so no group straddles two experts.
     if (grouped_when_copied(tensor))
-      group_q4_0_rows(starts[p], tensor.shape[0], tensor.n_elements() / tensor.shape[0]);
+      group_q4_0_rows(starts[size_t(p)], tensor.shape[0], tensor.n_elements() / tensor.shape[0]);
   });
   for (size_t p = 0; p < pieces.size(); ++p) loaded->tensors_[pieces[p].tensor->name] = starts[p];
   return loaded;

@@ -5,8 +5,9 @@
 // scales (16 bytes), then the 8 rows' 16 quant bytes (128 bytes). One vector load then holds the
 // quants of 4 rows, one conversion their 8 scales, and one FMA accumulates 4 rows, where the
 // GGUF layout needs a broadcast, a conversion and an FMA per row. On this machine's Xeon the
-// mat-vec computes only ~1.2x as fast as memory delivers weights (README, "Decode"), so fewer
-// uops per byte is decode speed: 1.37x in L2, 1.07-1.15x from DRAM (bench/rows_kernel_ab_bench).
+// mat-vec computed only ~1.2x as fast as memory delivers weights (README, "Speed"), so fewer
+// uops per byte is decode speed: 1.50x the pair kernel in L2, 1.04x from DRAM
+// (bench/rows_kernel_ab_bench), 99.8 -> 85.3 ms a token on the resident 30B-A3B shape.
 //
 // The arithmetic per (row, column) differs from the GGUF-layout kernels (4 partial sums per row
 // instead of 8), so a matrix is grouped everywhere or nowhere: decode and prefill both run
