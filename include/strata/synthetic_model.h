@@ -4,9 +4,9 @@
 //
 // Random weights alone route degenerately: the residual stream accumulates a common component
 // and deep layers send every token to the same experts. The generator builds in the structure
-// real models show instead (synthetic_weights.h explains how): expert load spread across
-// experts, and a slowly drifting context that makes a token re-use part of its predecessor's
-// experts.
+// real models show instead (synthetic_weights.cpp explains how): expert load spread across
+// experts in every layer, and a context that drifts with the last few tokens, so that a token
+// re-uses part of its predecessor's experts.
 #pragma once
 
 #include <strata/status.h>

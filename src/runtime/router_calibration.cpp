@@ -76,6 +76,22 @@ std::vector<float> router_logits(const std::vector<float>& rows, const std::vect
   return logits;
 }
 
+// Scales each expert's row so that its logits vary equally over the recorded inputs. Router
+// inputs are not isotropic, and top-k favours the experts whose rows point where the inputs
+// vary most: with random rows, those experts would take several times the mean load.
+void equalize_expert_variance(std::vector<float>& rows, std::vector<float>& logits, int64_t n_embd,
+                              int64_t n_tokens) {
+  const int64_t n_expert = int64_t(rows.size()) / n_embd;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    double sum2 = 0;
+    for (int64_t t = 0; t < n_tokens; ++t)
+      sum2 += double(logits[size_t(t * n_expert + e)]) * logits[size_t(t * n_expert + e)];
+    const double scale = 1 / std::sqrt(std::max(sum2 / double(n_tokens), 1e-30));
+    for (int64_t i = 0; i < n_embd; ++i) rows[size_t(e * n_embd + i)] *= float(scale);
+    for (int64_t t = 0; t < n_tokens; ++t) logits[size_t(t * n_expert + e)] *= float(scale);
+  }
+}
+
 double repeat_fraction(const std::vector<float>& logits, int64_t n_tokens, int64_t n_expert,
                        int k) {
   std::vector<int32_t> previous(static_cast<size_t>(k)), current(static_cast<size_t>(k));
@@ -143,11 +159,13 @@ Status calibrate_routers(const std::string& path, SyntheticWeights& weights,
       for (int64_t i = 0; i < n_embd; ++i)
         mean_input[size_t(i)] += x[size_t(t * n_embd + i)] / double(n);
     weights.set_router_gains(layer, {1.0f, 0.0f});
-    const auto slow_rows = centred_router(weights, tensor, mean_input);
+    auto slow_rows = centred_router(weights, tensor, mean_input);
     weights.set_router_gains(layer, {0.0f, 1.0f});
-    const auto fast_rows = centred_router(weights, tensor, mean_input);
-    const auto slow = router_logits(slow_rows, x, n_embd, n);
-    const auto fast = router_logits(fast_rows, x, n_embd, n);
+    auto fast_rows = centred_router(weights, tensor, mean_input);
+    auto slow = router_logits(slow_rows, x, n_embd, n);
+    auto fast = router_logits(fast_rows, x, n_embd, n);
+    equalize_expert_variance(slow_rows, slow, n_embd, n);
+    equalize_expert_variance(fast_rows, fast, n_embd, n);
     double best_ratio = 1, best_error = 1e9;
     std::vector<float> mixed(slow.size());
     for (double ratio = 0.05; ratio < 20; ratio *= 1.1) {

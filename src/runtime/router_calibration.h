@@ -4,7 +4,9 @@
 // How: run the written model once over seeded random tokens and record every router's input;
 // for each layer, evaluate the routes that candidate gain ratios would give on those inputs and
 // keep the ratio closest to the target, with the response to the mean input removed (what
-// all tokens share must not favour some experts); then rewrite the router tensors. The
+// all tokens share must not favour some experts) and every expert's logits scaled to the same
+// variance (top-k must not favour the experts that point where inputs vary most); then
+// rewrite the router tensors. The
 // inputs of layer l + 1 were recorded under the provisional routers of layers <= l, so the
 // result is approximate; measure_routing() reports what the final file does.
 #pragma once

@@ -12,6 +12,7 @@ std::span<const SyntheticShape> synthetic_shapes() {
       SyntheticShape{"qwen3moe", "small", "", 8, 512, 8, 2, 64, 64, 8, 256, 0, 16384, 32768, 1e6f},
       SyntheticShape{"qwen3moe", "30b-a3b", "Qwen3-30B-A3B", 48, 2048, 32, 4, 128, 128, 8, 768, 0,
                      151936, 40960, 1e6f},
+      SyntheticShape{"qwen3moe", "deep", "", 48, 256, 8, 4, 64, 128, 8, 64, 0, 4096, 40960, 1e6f},
       SyntheticShape{"qwen2moe", "tiny", "", 4, 128, 4, 2, 32, 16, 4, 64, 256, 512, 4096, 1e6f},
       SyntheticShape{"qwen2moe", "small", "", 8, 512, 8, 8, 64, 32, 4, 256, 1024, 16384, 32768,
                      1e6f},

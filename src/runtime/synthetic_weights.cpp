@@ -4,22 +4,28 @@
 // average becomes a component common to all tokens, it accumulates over layers, and routers
 // reading it send every token to the same few experts. Trained models instead show spread
 // expert load and strong but partial reuse from one token to the next (20-50 % of a token's
-// experts were also its predecessor's). The generator builds that in with three mechanisms:
+// experts were also its predecessor's). The generator builds that in with four mechanisms:
 //
-// 1. A context subspace. n_context dimensions of the residual stream carry a slowly drifting
+// 1. A context subspace. n_context dimensions of the residual stream carry a drifting
 //    "topic". Only the context heads write them (attn_output rows); embeddings and experts
 //    never do (their rows/columns there are zero).
-// 2. Recency heads. Every head gets a constant query and key (qwen3moe: read from dimension
+// 2. Token-identity dimensions. The next n_embd / 16 dimensions hold the token's own
+//    embedding at every depth: nothing but the embedding writes them. Everything else that
+//    attention and the experts write goes to the remaining, mixed dimensions, which grow
+//    smoother with depth as recency windows compound; a router reading them in deep layers
+//    would see a per-sequence bias and send most of a sequence's tokens to a few experts.
+// 3. Recency heads. Every head gets a constant query and key (qwen3moe: read from dimension
 //    0, an anchor every embedding sets to 1 and nothing else reads or writes; qwen2moe: from
 //    the q/k biases). After NEOX RoPE a score depends only on the distance to the attended
 //    token, score(d) = g * mean_p cos(d * theta_p) over a few rotary pairs, so each head
 //    averages the values of its last few tokens, each KV group over its own window: a moving
 //    window drifts but never converges the way a plain average over the whole past does, so
 //    no component common to all tokens builds up. The heads of KV group 0 (the context heads)
-//    write what they average into the context subspace, which therefore drifts slowly.
-// 3. Routers read the context subspace (slow, shared with recent tokens) and the token
-//    dimensions (fast); the ratio of the two gains sets how many experts repeat. Neither part
-//    has a mean, so load stays spread.
+//    average the token-identity dimensions and write them into the context subspace, which
+//    therefore drifts with the last few tokens at every depth.
+// 4. Routers read the context subspace (slow, shared with recent tokens) and the
+//    token-identity dimensions (fast); the ratio of the two gains sets how many experts
+//    repeat. Neither part has a mean or a long memory, so load stays spread in every layer.
 #include "runtime/synthetic_weights.h"
 
 #include <algorithm>
@@ -93,18 +99,31 @@ const std::array<int8_t, 256>& code_table() {
 // Score of a recency head at distance 0 (the q/k norm weights or biases scale q and k to it).
 constexpr double kRecencyGain = 12.0;
 
-// Attention profile of a recency head: weights over distances 0..n-1 for score(d) =
-// gain * mean over pairs of cos(d * theta_p). Returns the mean distance attended.
-double mean_attended_distance(const std::vector<double>& thetas, double gain, int n) {
-  double total = 0, weighted = 0, max_score = gain;
+// What a recency head's average remembers, for score(d) = gain * mean over pairs of
+// cos(d * theta_p) over distances 0..n-1: the correlation of its outputs at neighbouring
+// tokens (how much of its window the next token shares) and their integrated
+// autocorrelation time (how many tokens its average effectively spans; few rotary pairs
+// revive at large distances and make it long).
+struct RecencyMemory {
+  double neighbour_correlation;
+  double span;
+};
+RecencyMemory recency_memory(const std::vector<double>& thetas, double gain, int n) {
+  std::vector<double> weights(static_cast<size_t>(n));
   for (int d = 0; d < n; ++d) {
     double mean_cos = 0;
     for (double theta : thetas) mean_cos += std::cos(d * theta);
-    const double w = std::exp(gain * mean_cos / double(thetas.size()) - max_score);
-    total += w;
-    weighted += w * d;
+    weights[size_t(d)] = std::exp(gain * mean_cos / double(thetas.size()) - gain);
   }
-  return weighted / total;
+  auto autocorrelation = [&](int lag) {
+    double sum = 0;
+    for (int d = 0; d + lag < n; ++d) sum += weights[size_t(d)] * weights[size_t(d + lag)];
+    return sum;
+  };
+  const double energy = autocorrelation(0);
+  double span = 1;
+  for (int lag = 1; lag < n; ++lag) span += 2 * autocorrelation(lag) / energy;
+  return {autocorrelation(1) / energy, span};
 }
 
 }  // namespace
@@ -123,31 +142,40 @@ SyntheticWeights::SyntheticWeights(const SyntheticShape& shape, uint64_t seed)
   first_context_ = anchor_ ? 1 : 0;
   n_context_ = std::max<int64_t>(4, shape.n_embd / 16);
   first_token_dim_ = first_context_ + n_context_;
+  first_mixed_dim_ = first_token_dim_ + std::max<int64_t>(4, shape.n_embd / 16);
 
   // Every KV group attends by recency, each at its own scale: a head that averaged over the
   // whole past would converge to a component shared by all tokens (the degenerate routing
-  // this generator exists to avoid). Group 0 (the context heads) averages over ~3 tokens.
+  // this generator exists to avoid). Each group's target is the correlation of its outputs
+  // at neighbouring tokens; among the rotary pairs that come close, the shortest memory wins,
+  // because what a router's input remembers from far back is a bias shared by a whole
+  // sequence. Group 0 (the context heads) shares ~3/4 of its window with the next token.
   const int64_t half = shape.head_dim / 2;
-  const int64_t n_pairs = std::min<int64_t>(4, half - 1);
   const double gain = kRecencyGain;
   qk_norm_gain_ = float(std::sqrt(gain / std::sqrt(double(shape.head_dim))));
-  const double targets[] = {3, 1.5, 6, 12, 2, 8, 16, 4};
+  const double targets[] = {0.75, 0.6, 0.86, 0.92, 0.67, 0.89, 0.94, 0.8};
+  constexpr double kTolerance = 0.02;
   for (int64_t group = 0; group < shape.n_head_kv; ++group) {
     const double target = targets[group % 8];
-    double best_error = 1e9, best_constant = 0;
-    int64_t best_first = 0;
-    for (int64_t first = 0; first + n_pairs < half; ++first) {
-      std::vector<double> thetas;
-      for (int64_t p = first; p < first + n_pairs; ++p)
-        thetas.push_back(
-            std::pow(double(shape.rope_freq_base), -2.0 * double(p) / double(shape.head_dim)));
-      for (double constant = 0; constant < 0.95; constant += 0.05) {
-        const double error =
-            std::fabs(mean_attended_distance(thetas, gain * (1 - constant), 512) - target);
-        if (error < best_error) {
-          best_error = error;
-          best_first = first;
-          best_constant = constant;
+    double best_error = 1e9, best_span = 1e9, best_constant = 0;
+    int64_t best_first = 0, n_pairs = 0;
+    for (const int64_t pairs : {4, 8, 12, 16}) {
+      for (int64_t first = 0; first + pairs < half; ++first) {
+        std::vector<double> thetas;
+        for (int64_t p = first; p < first + pairs; ++p)
+          thetas.push_back(
+              std::pow(double(shape.rope_freq_base), -2.0 * double(p) / double(shape.head_dim)));
+        for (double constant = 0; constant < 0.95; constant += 0.05) {
+          const RecencyMemory memory = recency_memory(thetas, gain * (1 - constant), 512);
+          const double error =
+              std::max(kTolerance, std::fabs(memory.neighbour_correlation - target));
+          if (error < best_error || (error == best_error && memory.span < best_span)) {
+            best_error = error;
+            best_span = memory.span;
+            best_first = first;
+            n_pairs = pairs;
+            best_constant = constant;
+          }
         }
       }
     }
@@ -261,10 +289,10 @@ void SyntheticWeights::fill_row(const SyntheticTensor& tensor, int64_t row, floa
     case K::kVBias:
       break;
     case K::kAttnV:
-      // The recency heads' values carry token information only; the others read everything.
+      // The context heads' values carry token identity only; the others read everything.
       if (unit / head_dim == 0) {
-        fill_normal(random, out, first_token_dim_, n,
-                    1.0f / std::sqrt(float(D - first_token_dim_)));
+        fill_normal(random, out, first_token_dim_, first_mixed_dim_,
+                    1.0f / std::sqrt(float(first_mixed_dim_ - first_token_dim_)));
       } else {
         fill_normal(random, out, first_context_, n, 1.0f / std::sqrt(float(D)));
       }
@@ -273,7 +301,7 @@ void SyntheticWeights::fill_row(const SyntheticTensor& tensor, int64_t row, floa
       const int64_t recency_columns = group * head_dim;
       if (unit >= first_context_ && unit < first_token_dim_) {
         fill_normal(random, out, 0, recency_columns, 1.0f / std::sqrt(float(recency_columns)));
-      } else if (unit >= first_token_dim_) {
+      } else if (unit >= first_mixed_dim_) {
         fill_normal(random, out, recency_columns, n, 0.5f / std::sqrt(float(n - recency_columns)));
       }
       break;
@@ -282,15 +310,15 @@ void SyntheticWeights::fill_row(const SyntheticTensor& tensor, int64_t row, floa
       const RouterGains gains = router_gains_[size_t(tensor.layer)];
       fill_normal(random, out, first_context_, first_token_dim_,
                   gains.context / std::sqrt(float(n_context_)));
-      fill_normal(random, out, first_token_dim_, n,
-                  gains.token / std::sqrt(float(D - first_token_dim_)));
+      fill_normal(random, out, first_token_dim_, first_mixed_dim_,
+                  gains.token / std::sqrt(float(first_mixed_dim_ - first_token_dim_)));
       break;
     }
     case K::kExpertGateUp:
       fill_normal(random, out, first_context_, n, 1.0f / std::sqrt(float(D)));
       break;
     case K::kExpertDown:
-      if (unit >= first_token_dim_) fill_normal(random, out, 0, n, 0.5f / std::sqrt(float(n)));
+      if (unit >= first_mixed_dim_) fill_normal(random, out, 0, n, 0.5f / std::sqrt(float(n)));
       break;
     case K::kSharedGateInput:
       fill_normal(random, out, first_context_, n, 1.0f / std::sqrt(float(D)));
@@ -312,9 +340,9 @@ void SyntheticWeights::fill_row_blocks(const SyntheticTensor& tensor, int64_t ro
   RowRandom random(row_seed(tensor, row));
   const auto& codes = code_table();
   // The same statistics as fill_row: gate/up read every column but the anchor; down rows of
-  // the anchor and context dimensions are zero.
+  // the anchor, context and token-identity dimensions are zero.
   const bool down = tensor.kind == SyntheticTensorKind::kExpertDown;
-  const bool zero_row = down && unit < first_token_dim_;
+  const bool zero_row = down && unit < first_mixed_dim_;
   const float std = down ? 0.5f / std::sqrt(float(n)) : 1.0f / std::sqrt(float(shape_.n_embd));
   const int64_t zero_column = (!down && anchor_) ? 0 : -1;
   auto draw = [&](int64_t column, uint64_t& bits, int& left) -> int {

@@ -80,7 +80,7 @@ class SyntheticWeights {
   uint64_t seed_;
   std::vector<RouterGains> router_gains_;
   bool anchor_;  // qwen3moe: dimension 0 is a constant that only the context heads read
-  int64_t first_context_, n_context_, first_token_dim_;
+  int64_t first_context_, n_context_, first_token_dim_, first_mixed_dim_;
   std::vector<std::vector<float>>
       group_query_;  // [n_head_kv][head_dim]: constant q = k per KV group
   float qk_norm_gain_;

@@ -11,7 +11,7 @@ namespace {
 
 struct MakeModelFlags {
   SyntheticModelOptions options;
-  int64_t stats_tokens = 128;
+  int64_t stats_tokens = 256;
   bool list = false;
 };
 
