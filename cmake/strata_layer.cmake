@@ -24,9 +24,9 @@ function(strata_layer name)
       set_source_files_properties(${source} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2")
     elseif(source MATCHES "_avx512\\.cpp$")
       # GCC 12's AVX-512 intrinsics start from self-initialised "undefined" registers, which
-      # -Wmaybe-uninitialized reports at every use (GCC bug 105593, fixed in GCC 13).
+      # -W(maybe-)uninitialized reports at every use (GCC bug 105593, fixed in GCC 13).
       set_source_files_properties(${source} PROPERTIES COMPILE_OPTIONS
-        "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-Wno-maybe-uninitialized")
+        "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-Wno-maybe-uninitialized;-Wno-uninitialized")
     endif()
   endforeach()
   if(tests AND STRATA_BUILD_TESTS)

@@ -45,8 +45,11 @@ void weighted_values_scalar(const float* p, int n_heads, int64_t p_stride, const
 }
 
 const AttentionKernels& selected_kernels() {
-  static const AttentionKernels& kernels =
-      simd_level() == SimdLevel::kAvx2 ? attention_kernels_avx2() : attention_kernels_scalar();
+  static const AttentionKernels& kernels = []() -> const AttentionKernels& {
+    if (avx512_vnni()) return attention_kernels_avx512();
+    if (simd_level() == SimdLevel::kAvx2) return attention_kernels_avx2();
+    return attention_kernels_scalar();
+  }();
   return kernels;
 }
 

@@ -9,13 +9,13 @@
 
 namespace strata {
 
-// Positions per key tile (one AVX2 register of scores).
-inline constexpr int64_t kKeyTile = 8;
+// Positions per key tile: one AVX-512 register of scores (AVX2 kernels take a tile in halves).
+inline constexpr int64_t kKeyTile = 16;
 
 // One layer's cache, laid out so that both attention products stream contiguous memory and
 // need no horizontal sum per position:
 //   keys     [n_head_kv][capacity / kKeyTile][head_dim][kKeyTile]: a tile holds kKeyTile
-//            positions, dimension-major, so one load gives one dimension of 8 keys;
+//            positions, dimension-major, so one load gives one dimension of a tile's keys;
 //   values_t [n_head_kv][head_dim][capacity]: transposed, each output dimension a dot product
 //            over positions (as llama.cpp lays out its non-flash V cache).
 // capacity is n_ctx rounded up to whole tiles.

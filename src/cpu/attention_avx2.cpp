@@ -6,6 +6,7 @@
 
 #include "cpu/attention.h"
 #include "cpu/attention_kernels.h"
+#include "cpu/value_rows_prefetch.h"
 #include "quant/groups_of_four.h"
 #include "quant/horizontal_sum_avx2.h"
 
@@ -76,18 +77,22 @@ void key_scores_tile(const float* q, const float* keys, int64_t head_dim, __m256
   }
 }
 
+// A tile's two halves of 8 positions, each as one register (key_scores_tile reads dimension d
+// of a half at keys + d * kKeyTile).
 template <int H>
 void key_scores_heads(const float* q, const float* key_tiles, int64_t head_dim, int64_t n_pos,
                       float scale, float* scores, int64_t score_stride) {
+  static_assert(kKeyTile == 16);
   const int64_t n_tiles = (n_pos + kKeyTile - 1) / kKeyTile;
   const __m256 scale_v = _mm256_set1_ps(scale);
-  for (int64_t tile = 0; tile < n_tiles; ++tile) {
-    __m256 sums[H];
-    key_scores_tile<H>(q, key_tiles + tile * head_dim * kKeyTile, head_dim, sums);
-    for (int h = 0; h < H; ++h)
-      _mm256_storeu_ps(scores + h * score_stride + tile * kKeyTile,
-                       _mm256_mul_ps(sums[h], scale_v));
-  }
+  for (int64_t tile = 0; tile < n_tiles; ++tile)
+    for (int half = 0; half < 2; ++half) {
+      __m256 sums[H];
+      key_scores_tile<H>(q, key_tiles + tile * head_dim * kKeyTile + 8 * half, head_dim, sums);
+      for (int h = 0; h < H; ++h)
+        _mm256_storeu_ps(scores + h * score_stride + tile * kKeyTile + 8 * half,
+                         _mm256_mul_ps(sums[h], scale_v));
+    }
 }
 
 void key_scores_avx2(const float* q, int n_heads, const float* key_tiles, int64_t head_dim,
@@ -98,8 +103,9 @@ void key_scores_avx2(const float* q, int n_heads, const float* key_tiles, int64_
   });
 }
 
-// The row is padded to whole tiles: the last block is computed whole and its lanes past n_pos
-// are zeroed, so the sum and the normalisation see exactly n_pos values.
+// The row is padded to whole tiles: the last block of 8 is computed whole and its lanes past
+// n_pos are zeroed, so the sum and the normalisation see exactly n_pos values; the rest of the
+// last tile is zeroed too.
 void softmax_row(float* x, int64_t n_pos) {
   const int64_t n_full = n_pos / 8 * 8;
   __m256 max_v = _mm256_set1_ps(-INFINITY);
@@ -127,8 +133,9 @@ void softmax_row(float* x, int64_t n_pos) {
   _mm256_store_pd(parts, _mm256_add_pd(sum_low, sum_high));
   const __m256 inverse =
       _mm256_set1_ps(float(1.0 / ((parts[0] + parts[1]) + (parts[2] + parts[3]))));
-  for (int64_t j = 0; j < n_pos; j += 8)
-    _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), inverse));
+  int64_t j = 0;
+  for (; j < n_pos; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), inverse));
+  for (; j < LayerKvView::capacity_for(n_pos); j += 8) _mm256_storeu_ps(x + j, _mm256_setzero_ps());
 }
 
 void softmax_rows_avx2(float* scores, int n_heads, int64_t n_pos, int64_t score_stride) {
@@ -155,23 +162,6 @@ void weighted_rows(const float* p, int64_t p_stride, const float* rows, int64_t 
   }
   for (int h = 0; h < H; ++h)
     for (int r = 0; r < R; ++r) out[h * head_dim + r] = horizontal_sum(acc[r][h]);
-}
-
-// Short value rows (a short context) lie a whole capacity apart, so each is a few lines that
-// no hardware prefetcher sees coming and, in decode, they come from DRAM: a latency chain of
-// head_dim rows. Requesting the rows kValueRowsAhead dimensions ahead overlaps those misses.
-// Long rows stream, and the hardware prefetchers keep up.
-constexpr int64_t kValueRowsAhead = 4;
-constexpr int64_t kPrefetchedRowBytes = 4096;
-
-void prefetch_value_rows(const float* rows, int64_t n_rows, int64_t capacity, int64_t n_pos) {
-  const int64_t row_bytes = n_pos * int64_t(sizeof(float));
-  if (row_bytes > kPrefetchedRowBytes) return;
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const auto begin = reinterpret_cast<uintptr_t>(rows + r * capacity);
-    for (uintptr_t line = begin & ~uintptr_t(63); line < begin + uintptr_t(row_bytes); line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-  }
 }
 
 template <int H>

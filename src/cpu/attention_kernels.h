@@ -1,6 +1,6 @@
 // The three steps of attention for up to kMaxHeadsTogether query heads of one KV head, in a
-// scalar and an AVX2 version (selected in attention.cpp). Score rows are `score_stride` apart
-// and padded to whole key tiles; queries and outputs are head_dim apart.
+// scalar, an AVX2 and an AVX-512 version (selected in attention.cpp). Score rows are
+// `score_stride` apart and padded to whole key tiles; queries and outputs are head_dim apart.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +23,7 @@ struct AttentionKernels {
 
 const AttentionKernels& attention_kernels_scalar();
 const AttentionKernels& attention_kernels_avx2();
+// The AVX2 kernels' results to the bit. REQUIRES: avx512_vnni().
+const AttentionKernels& attention_kernels_avx512();
 
 }  // namespace strata

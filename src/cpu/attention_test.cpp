@@ -148,5 +148,38 @@ TEST(Attention, ScalarAndAvx2KernelsAgree) {
     }
 }
 
+// The AVX-512 kernels promise the AVX2 kernels' bits: every output of every step, over whole
+// and partial key tiles, head dimensions with and without a tail past the last 32, and every
+// number of heads at once.
+TEST(Attention, Avx512KernelsEqualAvx2ToTheBit) {
+  if (!avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this machine";
+  const AttentionKernels* sets[] = {&attention_kernels_avx2(), &attention_kernels_avx512()};
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int n_heads = 1; n_heads <= kMaxHeadsTogether; ++n_heads)
+    for (int64_t head_dim : {24, 33, 64, 128})
+      for (int64_t n_pos : {1, 7, 8, 9, 15, 16, 17, 31, 33, 100}) {
+        const int64_t capacity = LayerKvView::capacity_for(n_pos + 5);
+        std::vector<float> q(size_t(n_heads * head_dim)), keys(size_t(capacity * head_dim)),
+            values(keys.size());
+        for (auto* x : {&q, &keys, &values})
+          for (float& value : *x) value = 2.0f * normal(rng);
+        std::vector<float> scores[2], out[2];
+        for (int s = 0; s < 2; ++s) {
+          scores[s].assign(size_t(n_heads * capacity), 0.0f);
+          out[s].assign(q.size(), 0.0f);
+          sets[s]->key_scores(q.data(), n_heads, keys.data(), head_dim, n_pos, 0.125f,
+                              scores[s].data(), capacity);
+        }
+        ASSERT_EQ(scores[0], scores[1]) << n_heads << " heads, dim " << head_dim << ", " << n_pos;
+        for (int s = 0; s < 2; ++s) {
+          sets[s]->softmax_rows(scores[s].data(), n_heads, n_pos, capacity);
+          sets[s]->weighted_values(scores[s].data(), n_heads, capacity, values.data(), capacity,
+                                   head_dim, n_pos, out[s].data());
+        }
+        ASSERT_EQ(out[0], out[1]) << n_heads << " heads, dim " << head_dim << ", " << n_pos;
+      }
+}
+
 }  // namespace
 }  // namespace strata
