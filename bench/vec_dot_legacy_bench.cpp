@@ -7,7 +7,7 @@
 //
 // MatVec: 1 column (decode), 1 and 2 threads; MatMul4: 4 columns (prefill), GFLOP/s. Each
 // thread is one kernel call per row, as cpu/matmul.cpp makes them for prefill. MatVecRows:
-// decode's calls, the rows kernel over 64 rows at a time, AVX2 and AVX-512 VNNI (Q4_0).
+// decode's calls, the rows kernel over 64 rows at a time, AVX2 and AVX-512 VNNI (Q4_0, Q8_0).
 //
 //   vec_dot_legacy_bench --benchmark_filter='MatVec/' --benchmark_repetitions=3
 //   vec_dot_legacy_bench --benchmark_filter='MatVecRows|StreamRead' --benchmark_repetitions=3
@@ -178,8 +178,7 @@ void run_row_products(benchmark::State& state, const Kernel& kernel, VecDotRowsF
   const size_t row_bytes = size_t(row_length / kernel.block_size) * kernel.block_bytes;
   const int64_t n_rows = int64_t(kMatrixBytes / row_bytes) / state.threads();
   const int64_t n_tasks = n_rows / kRowsPerTask;
-  const uint8_t* rows =
-      shared_matrix().prepare(kernel) + state.thread_index() * n_rows * row_bytes;
+  const uint8_t* rows = shared_matrix().prepare(kernel) + state.thread_index() * n_rows * row_bytes;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   std::vector<float> values(static_cast<size_t>(row_length));
@@ -224,22 +223,27 @@ void register_benchmarks() {
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   struct RowsKernel {
+    const Kernel* format;
     const char* name;
     VecDotRowsFn kernel;
     bool needs_avx512;
   };
-  for (const RowsKernel& rows : {RowsKernel{"avx2", vec_dot_rows_q4_0_avx2, false},
-                                 RowsKernel{"avx512", vec_dot_rows_q4_0_avx512, true}})
+  for (const RowsKernel& rows :
+       {RowsKernel{&kKernels[0], "avx2", vec_dot_rows_q4_0_avx2, false},
+        RowsKernel{&kKernels[0], "avx512", vec_dot_rows_q4_0_avx512, true},
+        RowsKernel{&kKernels[1], "avx2", vec_dot_rows_q8_0_avx2, false},
+        RowsKernel{&kKernels[1], "avx512", vec_dot_rows_q8_0_avx512, true}})
     for (int64_t row_length : {2048, 768})
-      benchmark::RegisterBenchmark(
-          ("MatVecRows/q4_0/" + std::string(rows.name) + "/" + std::to_string(row_length)).c_str(),
-          [rows, row_length](benchmark::State& s) {
-            if (rows.needs_avx512 && !avx512_vnni()) {
-              s.SkipWithError("CPU lacks AVX-512 VNNI");
-              return;
-            }
-            run_row_products(s, kKernels[0], rows.kernel, row_length);
-          })
+      benchmark::RegisterBenchmark(("MatVecRows/" + std::string(rows.format->name) + "/" +
+                                    rows.name + "/" + std::to_string(row_length))
+                                       .c_str(),
+                                   [rows, row_length](benchmark::State& s) {
+                                     if (rows.needs_avx512 && !avx512_vnni()) {
+                                       s.SkipWithError("CPU lacks AVX-512 VNNI");
+                                       return;
+                                     }
+                                     run_row_products(s, *rows.format, rows.kernel, row_length);
+                                   })
           ->Threads(1)
           ->Threads(2)
           ->UseRealTime()

@@ -43,7 +43,7 @@ struct Format {
   VecDotFn dot_scalar;  // nullptr for Q8_1
   VecDotFn dot_avx2;
   VecDotRowsFn dot_rows_avx2 = nullptr;    // the 32-weight block formats
-  VecDotRowsFn dot_rows_avx512 = nullptr;  // Q4_0
+  VecDotRowsFn dot_rows_avx512 = nullptr;  // Q4_0, Q8_0
   size_t row_bytes(int64_t n) const { return size_t(n / block_size) * block_bytes; }
 };
 
@@ -89,7 +89,8 @@ inline const std::vector<Format>& formats() {
        quantize_row_q8_0,
        vec_dot_q8_0_scalar,
        vec_dot_q8_0_avx2,
-       vec_dot_rows_q8_0_avx2},
+       vec_dot_rows_q8_0_avx2,
+       vec_dot_rows_q8_0_avx512},
       {"q8_1",
        QuantType::kQ8_1,
        32,

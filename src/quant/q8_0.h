@@ -29,5 +29,8 @@ void vec_dot_q8_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride,
                        float* out);
 void vec_dot_rows_q8_0_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
                             float* out);
+// The AVX2 rows kernel's results to the bit. REQUIRES: avx512_vnni().
+void vec_dot_rows_q8_0_avx512(int64_t n, const void* w, size_t w_stride, int n_rows,
+                              const void* x, float* out);
 
 }  // namespace strata

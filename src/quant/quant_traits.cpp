@@ -52,7 +52,7 @@ const std::array kTraits = {
     STRATA_FORMAT_ROW(kF32, f32, float, 1, kF32),
     STRATA_FORMAT_ROW(kF16, f16, uint16_t, 1, kF16),
     STRATA_FORMAT_ROW(kBF16, bf16, uint16_t, 1, kBF16),
-    STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0, nullptr),
+    STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0, vec_dot_rows_q8_0_avx512),
     STRATA_BLOCK32_ROW(kQ4_0, q4_0, BlockQ4_0, kQ8_0, vec_dot_rows_q4_0_avx512),
     STRATA_BLOCK32_ROW(kQ4_1, q4_1, BlockQ4_1, kQ8_1, nullptr),
     STRATA_BLOCK32_ROW(kQ5_0, q5_0, BlockQ5_0, kQ8_0, nullptr),
