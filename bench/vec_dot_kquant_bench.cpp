@@ -1,9 +1,9 @@
 // Mat-vec (1 column) and 4-column products of the AVX2 kernels of the super-block formats (Q4_K,
-// Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS), in GB/s of weight bytes streamed. Decode is memory-bound, so
-// a kernel is good when its GB/s is near `StreamRead`, a plain AVX2 read of the same bytes. The
-// DRAM variants stream a 1 GiB matrix of rows of 8192 weights, several times the last-level
-// cache, so every pass reads from memory; the L2 variants (1 MiB) show the kernels' compute
-// speed alone, which is what 4 columns (prefill) lean on.
+// Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS) and of Q4_K's AVX-512 kernel, in GB/s of weight bytes streamed.
+// Decode is memory-bound, so a kernel is good when its GB/s is near `StreamRead`, a plain AVX2 read
+// of the same bytes. The DRAM variants stream a 1 GiB matrix of rows of 8192 weights, several times
+// the last-level cache, so every pass reads from memory; the L2 variants (1 MiB) show the kernels'
+// compute speed alone, which is what 4 columns (prefill) lean on.
 //
 //   vec_dot_kquant_bench --benchmark_filter='MatVec|MatMul4|StreamRead'
 #include "base/cpu_features.h"
@@ -40,6 +40,7 @@ struct Kernel {
   size_t block_bytes;
   std::vector<size_t> half_fields;  // byte offsets of the fp16 scales in a block
   VecDotFn vec_dot;
+  bool needs_avx512 = false;
   size_t row_bytes() const { return size_t(kRowLength / 256) * block_bytes; }
 };
 
@@ -59,6 +60,11 @@ const Kernel kKernels[] = {
      vec_dot_q2_k_avx2},
     {"q3_k", sizeof(BlockQ3_K), {offsetof(BlockQ3_K, d)}, vec_dot_q3_k_avx2},
     {"iq4_xs", sizeof(BlockIQ4_XS), {offsetof(BlockIQ4_XS, d)}, vec_dot_iq4_xs_avx2},
+    {"q4_k_avx512",
+     sizeof(BlockQ4_K),
+     {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)},
+     vec_dot_q4_k_avx512,
+     true},
 };
 
 // The weight matrix, shared by all benchmarks and refilled when the format changes: random
@@ -117,8 +123,8 @@ std::vector<uint8_t> activations(int n_cols) {
 // One iteration = every row of a `matrix_bytes` matrix against n_cols columns; with several
 // threads each takes an equal share of the rows.
 void run_products(benchmark::State& state, const Kernel& kernel, size_t matrix_bytes, int n_cols) {
-  if (simd_level() != SimdLevel::kAvx2) {
-    state.SkipWithError("CPU lacks AVX2");
+  if (simd_level() != SimdLevel::kAvx2 || (kernel.needs_avx512 && !avx512_vnni())) {
+    state.SkipWithError(kernel.needs_avx512 ? "CPU lacks AVX-512 VNNI" : "CPU lacks AVX2");
     return;
   }
   const int64_t n_rows = int64_t(matrix_bytes / kernel.row_bytes());

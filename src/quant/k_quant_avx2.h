@@ -1,6 +1,7 @@
-// Pieces shared by the AVX2 dot-product kernels of the super-block formats. Include only from
-// *_avx2.cpp files: everything here is inline, compiled with -mavx2 -mfma -mf16c -mbmi2, and lives
-// in its own namespace so no scalar file can end up calling a copy of it.
+// Pieces shared by the dot-product kernels of the super-block formats. Include only from
+// *_avx2.cpp and *_avx512.cpp files: every function here is always inlined (an out-of-line copy
+// compiled with AVX-512 flags could be the one the linker keeps for the AVX2 kernels too) and
+// lives in its own namespace so no scalar file can end up calling a copy of it.
 //
 // How every kernel works: a weight super-block is decoded once into unsigned 8-bit quants (IQ4_XS:
 // code book magnitudes, their signs moved onto the activations), then for each activation column
@@ -26,11 +27,11 @@ namespace strata::kquant::avx2 {
 // as immediates and, when registers run short inside a loop, rebuilds them on every iteration
 // (mov, vmovd, vpbroadcast: vector-port uops the kernels cannot spare). An opaque value made
 // before the loop can only stay in a register or be reloaded from the stack, which is free there.
-inline __m256i opaque(__m256i v) {
+[[gnu::always_inline]] inline __m256i opaque(__m256i v) {
   asm("" : "+x"(v));
   return v;
 }
-inline __m128i opaque(__m128i v) {
+[[gnu::always_inline]] inline __m128i opaque(__m128i v) {
   asm("" : "+x"(v));
   return v;
 }
@@ -44,7 +45,7 @@ inline __m128i opaque(__m128i v) {
 inline constexpr size_t kPrefetchDistance = 4096;
 
 template <size_t kBlockBytes>
-inline void prefetch_ahead(const uint8_t* block) {
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* block) {
   for (size_t offset = 0; offset < kBlockBytes; offset += 64)
     _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchDistance + offset), _MM_HINT_T0);
 }
@@ -53,28 +54,28 @@ inline void prefetch_ahead(const uint8_t* block) {
 inline constexpr size_t kQ8KQs = offsetof(BlockQ8_K, qs);
 inline constexpr size_t kQ8KBsums = offsetof(BlockQ8_K, bsums);
 
-inline float load_f32(const uint8_t* p) {
+[[gnu::always_inline]] inline float load_f32(const uint8_t* p) {
   float value;
   std::memcpy(&value, p, sizeof value);
   return value;
 }
 
-inline float load_fp16(const uint8_t* p) {
+[[gnu::always_inline]] inline float load_fp16(const uint8_t* p) {
   uint16_t half;
   std::memcpy(&half, p, sizeof half);
   return _cvtsh_ss(half);
 }
 
-inline __m256i load_256(const uint8_t* p) {
+[[gnu::always_inline]] inline __m256i load_256(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-inline __m128i load_128(const uint8_t* p) {
+[[gnu::always_inline]] inline __m128i load_128(const uint8_t* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 
 // Sum of the 8 lanes, always in the same order (the result must not depend on anything else).
-inline float hsum(__m256 v) {
+[[gnu::always_inline]] inline float hsum(__m256 v) {
   __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
   sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
@@ -82,7 +83,7 @@ inline float hsum(__m256 v) {
 }
 
 // The two fp16 values at p (d and dmin of the type-1 formats) as floats in lanes 0 and 1.
-inline __m128 load_fp16_pair(const uint8_t* p) {
+[[gnu::always_inline]] inline __m128 load_fp16_pair(const uint8_t* p) {
   uint32_t halves;
   std::memcpy(&halves, p, sizeof halves);
   return _mm_cvtph_ps(_mm_cvtsi32_si128(int(halves)));
@@ -119,17 +120,17 @@ struct LaneMasks {
 inline constexpr LaneMasks kZeroExtendMasks(0);
 inline constexpr LaneMasks kTimes256Masks(1);
 
-inline __m256i zero_extend_mask(int row) {
+[[gnu::always_inline]] inline __m256i zero_extend_mask(int row) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(kZeroExtendMasks.rows[row]));
 }
-inline __m256i times_256_mask(int row) {
+[[gnu::always_inline]] inline __m256i times_256_mask(int row) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(kTimes256Masks.rows[row]));
 }
 
 // The Q4_K/Q5_K 12-byte scale field (k_scales.h) at p, unpacked in-register to the bytes
 // sc[0..7], m[0..7], in both 128-bit halves. Reads 16 bytes from p (the field and the 4 bytes
 // after it, which both formats have).
-inline __m256i unpack_k_scales(const uint8_t* p) {
+[[gnu::always_inline]] inline __m256i unpack_k_scales(const uint8_t* p) {
   const __m128i raw = load_128(p);
   // Dwords [w0, w2, w1, w2]: sc[0..3] = w0 & 63, low bits of sc[4..7] = w2 & 15,
   // m[0..3] = w1 & 63, low bits of m[4..7] = (w2 >> 4) & 15.
@@ -148,8 +149,9 @@ inline __m256i unpack_k_scales(const uint8_t* p) {
 //   acc + sums * (d * xd) - min_sums * (dmin * xd)
 // with d, dmin in lanes 0 and 1 of d_dmin. `lane1` is _mm256_set1_epi32(1), made opaque by the
 // caller (it selects dmin * xd for the broadcast).
-inline __m256 accumulate_type1(__m256 acc, __m128 d_dmin, float xd, __m256i sums, __m256i min_sums,
-                               __m256i lane1) {
+[[gnu::always_inline]] inline __m256 accumulate_type1(__m256 acc, __m128 d_dmin, float xd,
+                                                      __m256i sums, __m256i min_sums,
+                                                      __m256i lane1) {
   const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(xd));
   acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(sums), acc);
   return _mm256_fnmadd_ps(_mm256_permutevar8x32_ps(_mm256_castps128_ps256(scaled), lane1),
@@ -157,20 +159,21 @@ inline __m256 accumulate_type1(__m256 acc, __m128 d_dmin, float xd, __m256i sums
 }
 
 // Every i16 lane of each 128-bit half gets element k (0..7) of that half.
-inline __m256i broadcast_i16(__m256i v, int k) {
+[[gnu::always_inline]] inline __m256i broadcast_i16(__m256i v, int k) {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(int16_t(0x0100 + 0x0202 * k)));
 }
 
 // The low half gets element 2k of the low half, the high half element 2k + 1 of the high half:
 // the scales of a 32-weight chunk made of two 16-weight sub-blocks. k in 0..3.
-inline __m256i broadcast_i16_pair(__m256i v, int k) {
+[[gnu::always_inline]] inline __m256i broadcast_i16_pair(__m256i v, int k) {
   return _mm256_shuffle_epi8(v, _mm256_setr_m128i(_mm_set1_epi16(int16_t(0x0100 + 0x0404 * k)),
                                                   _mm_set1_epi16(int16_t(0x0302 + 0x0404 * k))));
 }
 
 // 32 unsigned quants times 32 int8 activations, summed in pairs (i16, exact while
 // q * 127 * 2 < 32768, true for q < 128) then weighted by `scales` (i16 pairs into i32).
-inline __m256i scaled_dot(__m256i quants, const uint8_t* activations, __m256i scales) {
+[[gnu::always_inline]] inline __m256i scaled_dot(__m256i quants, const uint8_t* activations,
+                                                 __m256i scales) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(quants, load_256(activations)), scales);
 }
 
@@ -178,7 +181,7 @@ inline __m256i scaled_dot(__m256i quants, const uint8_t* activations, __m256i sc
 // remaining 1-3. A kernel handles each column of a group with the same instructions in the same
 // order whatever k is, so a column's bits do not depend on n_cols.
 template <class Kernel>
-inline void for_each_column_group(int n_cols, const Kernel& kernel) {
+[[gnu::always_inline]] inline void for_each_column_group(int n_cols, const Kernel& kernel) {
   int c = 0;
   for (; c + 4 <= n_cols; c += 4) kernel.template operator()<4>(c);
   switch (n_cols - c) {

@@ -1,6 +1,8 @@
 // Properties every super-block weight format must have, checked for each one: dot products (scalar
-// reference and AVX2 kernel) against the exact dot product of the decoded values, column
-// independence, quantizer round trips and degenerate rows.
+// reference and AVX2 kernel) against the exact dot product of the decoded values, AVX-512
+// kernels against the AVX2 ones bit for bit, column independence, quantizer round trips and
+// degenerate rows.
+#include "base/cpu_features.h"
 #include "quant/iq4_xs.h"
 #include "quant/k_quant_test_util.h"
 #include "quant/q2_k.h"
@@ -36,6 +38,7 @@ struct Format {
   // value (in the comment) plus 5%: the searches are deterministic, so any change in them moves
   // the error, and a wrong level or coded scale anywhere moves it far more.
   double max_relative_rmse;
+  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q4_K)
 };
 
 void PrintTo(const Format& format, std::ostream* os) { *os << format.name; }
@@ -82,7 +85,8 @@ const Format kFormats[] = {
      decode<BlockQ4_K, ref_q4_k>,
      {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)},
      16,
-     0.0753},
+     0.0753,
+     vec_dot_q4_k_avx512},
     // Measured 0.0364: 32 levels, half the Q4_K step.
     {"Q5_K",
      sizeof(BlockQ5_K),
@@ -255,6 +259,48 @@ TEST_P(KQuantFormat, ScalarDotOfExtremeBlocks) {
 TEST_P(KQuantFormat, Avx2DotOfExtremeBlocks) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C/BMI2; AVX2 kernel not run";
   check_extremes(GetParam(), GetParam().avx2, "avx2");
+}
+
+// An AVX-512 kernel promises the AVX2 kernel's bits for every column of every group size, on
+// random rows (misaligned) and on the extreme blocks above.
+TEST_P(KQuantFormat, Avx512DotEqualsAvx2ToTheBit) {
+  const Format& format = GetParam();
+  if (!format.avx512) GTEST_SKIP() << format.name << " has no AVX-512 kernel";
+  if (!avx512_vnni()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI (or STRATA_SIMD keeps to AVX2)";
+  std::mt19937 rng(4321);
+  auto expect_same = [&](int64_t n, const uint8_t* w, const uint8_t* x, size_t stride, int n_cols,
+                         const std::string& what) {
+    std::vector<float> want(static_cast<size_t>(n_cols)),
+        got(static_cast<size_t>(n_cols) + 1, 12345.0f);
+    format.avx2(n, w, x, stride, n_cols, want.data());
+    format.avx512(n, w, x, stride, n_cols, got.data());
+    EXPECT_EQ(got[size_t(n_cols)], 12345.0f) << what << ": wrote past the last column";
+    for (int c = 0; c < n_cols; ++c)
+      EXPECT_EQ(float_bits(want[size_t(c)]), float_bits(got[size_t(c)]))
+          << what << " n_cols=" << n_cols << " column " << c;
+  };
+  for (int64_t n_blocks : {1, 2, 5, 32})
+    for (int n_cols = 1; n_cols <= 9; ++n_cols) {
+      const int64_t n = 256 * n_blocks;
+      const size_t stride = size_t(n_blocks) * sizeof(BlockQ8_K) + 37;
+      const auto w = random_weights(format, n_blocks, 1, rng);
+      const auto x = random_columns(n, n_cols, 1, stride, rng);
+      expect_same(n, &w[1], &x[1], stride, n_cols, "random, n=" + std::to_string(n));
+    }
+  const int64_t n_blocks = 8, n = 256 * n_blocks;
+  const size_t stride = size_t(n_blocks) * sizeof(BlockQ8_K);
+  for (int pattern : {0x00, 0xff, 0x80, 0x7f, 0xaa, 0x55}) {
+    std::vector<uint8_t> w(size_t(n_blocks) * format.block_bytes, uint8_t(pattern));
+    const auto x = random_columns(n, 4, 0, stride, rng);
+    std::vector<uint8_t> extreme = x;
+    for (size_t i = 0; i < extreme.size(); ++i)
+      if (i % sizeof(BlockQ8_K) >= offsetof(BlockQ8_K, qs) &&
+          i % sizeof(BlockQ8_K) < offsetof(BlockQ8_K, bsums))
+        extreme[i] = uint8_t(i % 2 ? 127 : -128);
+    expect_same(n, w.data(), x.data(), stride, 4, "pattern " + std::to_string(pattern));
+    expect_same(n, w.data(), extreme.data(), stride, 4,
+                "pattern " + std::to_string(pattern) + ", activations -128 / 127");
+  }
 }
 
 // A column's result must not depend on the columns computed with it (batching for prefill must

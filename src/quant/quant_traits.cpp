@@ -35,6 +35,13 @@ namespace {
         dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar, \
         vec_dot_##lower##_avx2                                                  \
   }
+// A format with an AVX-512 columns kernel as well.
+#define STRATA_FORMAT_ROW_AVX512(Type, lower, Block, block_size, DotType)       \
+  QuantTraits {                                                                 \
+    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::DotType,     \
+        dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar, \
+        vec_dot_##lower##_avx2, nullptr, nullptr, vec_dot_##lower##_avx512      \
+  }
 // rows_avx512: the format's AVX-512 rows kernel, or nullptr.
 #define STRATA_BLOCK32_ROW(Type, lower, Block, DotType, rows_avx512)                        \
   QuantTraits {                                                                             \
@@ -61,7 +68,7 @@ const std::array kTraits = {
     STRATA_FORMAT_ROW(kIQ4_XS, iq4_xs, BlockIQ4_XS, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),
-    STRATA_FORMAT_ROW(kQ4_K, q4_k, BlockQ4_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW_AVX512(kQ4_K, q4_k, BlockQ4_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ5_K, q5_k, BlockQ5_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ6_K, q6_k, BlockQ6_K, 256, kQ8_K),
     STRATA_ACTIVATION_ROW(kQ8_1, q8_1, BlockQ8_1, 32),
@@ -85,6 +92,7 @@ bool geometry_matches_gguf() {
 }  // namespace
 
 VecDotFn QuantTraits::vec_dot() const {
+  if (vec_dot_avx512 && avx512_vnni()) return vec_dot_avx512;
   if (vec_dot_avx2 && simd_level() == SimdLevel::kAvx2) return vec_dot_avx2;
   return vec_dot_scalar;
 }

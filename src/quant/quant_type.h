@@ -59,10 +59,11 @@ struct QuantTraits {
   QuantType vec_dot_type;  // what activations are converted to before dot products
   DequantizeRowFn dequantize_row;
   QuantizeRowFn quantize_row;
-  VecDotFn vec_dot_scalar;                   // nullptr for activation-only formats (Q8_1, Q8_K)
-  VecDotFn vec_dot_avx2;                     // nullptr where there is no AVX2 kernel
-  VecDotRowsFn vec_dot_rows_avx2 = nullptr;  // the 32-weight block formats only
+  VecDotFn vec_dot_scalar;                     // nullptr for activation-only formats (Q8_1, Q8_K)
+  VecDotFn vec_dot_avx2;                       // nullptr where there is no AVX2 kernel
+  VecDotRowsFn vec_dot_rows_avx2 = nullptr;    // the 32-weight block formats only
   VecDotRowsFn vec_dot_rows_avx512 = nullptr;  // bit-identical to the AVX2 one; Q4_0, Q8_0
+  VecDotFn vec_dot_avx512 = nullptr;           // bit-identical to the AVX2 one; Q4_K
 
   // The fastest kernel this CPU runs (base/cpu_features.h).
   VecDotFn vec_dot() const;
