@@ -1,9 +1,9 @@
 // Mat-vec (1 column) and 4-column products of the AVX2 kernels of the super-block formats (Q4_K,
-// Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS) and of Q4_K's AVX-512 kernel, in GB/s of weight bytes streamed.
-// Decode is memory-bound, so a kernel is good when its GB/s is near `StreamRead`, a plain AVX2 read
-// of the same bytes. The DRAM variants stream a 1 GiB matrix of rows of 8192 weights, several times
-// the last-level cache, so every pass reads from memory; the L2 variants (1 MiB) show the kernels'
-// compute speed alone, which is what 4 columns (prefill) lean on.
+// Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS) and of the AVX-512 kernels of Q4_K and Q5_K, in GB/s of weight
+// bytes streamed. Decode is memory-bound, so a kernel is good when its GB/s is near `StreamRead`, a
+// plain AVX2 read of the same bytes. The DRAM variants stream a 1 GiB matrix of rows of 8192
+// weights, several times the last-level cache, so every pass reads from memory; the L2 variants (1
+// MiB) show the kernels' compute speed alone, which is what 4 columns (prefill) lean on.
 //
 //   vec_dot_kquant_bench --benchmark_filter='MatVec|MatMul4|StreamRead'
 #include "base/cpu_features.h"
@@ -64,6 +64,11 @@ const Kernel kKernels[] = {
      sizeof(BlockQ4_K),
      {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)},
      vec_dot_q4_k_avx512,
+     true},
+    {"q5_k_avx512",
+     sizeof(BlockQ5_K),
+     {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)},
+     vec_dot_q5_k_avx512,
      true},
 };
 

@@ -38,7 +38,7 @@ struct Format {
   // value (in the comment) plus 5%: the searches are deterministic, so any change in them moves
   // the error, and a wrong level or coded scale anywhere moves it far more.
   double max_relative_rmse;
-  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q4_K)
+  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q4_K, Q5_K)
 };
 
 void PrintTo(const Format& format, std::ostream* os) { *os << format.name; }
@@ -97,7 +97,8 @@ const Format kFormats[] = {
      decode<BlockQ5_K, ref_q5_k>,
      {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)},
      32,
-     0.0382},
+     0.0382,
+     vec_dot_q5_k_avx512},
     // Measured 0.0178: 64 levels, -32..31 steps, over 16-weight sub-blocks.
     {"Q6_K",
      sizeof(BlockQ6_K),
