@@ -38,7 +38,7 @@ struct Format {
   // value (in the comment) plus 5%: the searches are deterministic, so any change in them moves
   // the error, and a wrong level or coded scale anywhere moves it far more.
   double max_relative_rmse;
-  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q4_K, Q5_K)
+  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q4_K, Q5_K, Q6_K)
 };
 
 void PrintTo(const Format& format, std::ostream* os) { *os << format.name; }
@@ -109,7 +109,8 @@ const Format kFormats[] = {
      decode<BlockQ6_K, ref_q6_k>,
      {offsetof(BlockQ6_K, d)},
      64,
-     0.0187},
+     0.0187,
+     vec_dot_q6_k_avx512},
     // Measured 0.0769: 16 non-linear levels, denser near zero where Gaussian weights crowd,
     // with a 6-bit scale per 32 weights and no minimum (0.25 bit per weight less than Q4_K).
     {"IQ4_XS",

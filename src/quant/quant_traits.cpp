@@ -70,7 +70,7 @@ const std::array kTraits = {
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),
     STRATA_FORMAT_ROW_AVX512(kQ4_K, q4_k, BlockQ4_K, 256, kQ8_K),
     STRATA_FORMAT_ROW_AVX512(kQ5_K, q5_k, BlockQ5_K, 256, kQ8_K),
-    STRATA_FORMAT_ROW(kQ6_K, q6_k, BlockQ6_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW_AVX512(kQ6_K, q6_k, BlockQ6_K, 256, kQ8_K),
     STRATA_ACTIVATION_ROW(kQ8_1, q8_1, BlockQ8_1, 32),
     STRATA_ACTIVATION_ROW(kQ8_K, q8_k, BlockQ8_K, 256),
 };
