@@ -59,10 +59,10 @@ void dot_q6_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
     // The 16 signed scales as int16 pairs (scale, 0).
     const __m512i scales = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(load_128(scale_bytes)));
     const uint8_t* xb[kCols];
-    __m512i sums[kCols];
+    __m512i sums[2][kCols];  // one per half: two dependency chains, not one of four
     for (int c = 0; c < kCols; ++c) {
       xb[c] = x + c * x_stride + b * sizeof(BlockQ8_K);
-      sums[c] = _mm512_setzero_si512();
+      sums[0][c] = sums[1][c] = _mm512_setzero_si512();
     }
     for (int h = 0; h < 2; ++h) {
       const Q6KHalf half =
@@ -73,15 +73,16 @@ void dot_q6_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
           const __m512i activations = _mm512_loadu_si512(xb[c] + kQ8KQs + 128 * h + 64 * j);
           const __m512i dots =
               _mm512_dpbusd_epi32(_mm512_setzero_si512(), half.pair[j], activations);
-          sums[c] = _mm512_dpwssd_epi32(sums[c], dots, scale);
+          sums[h][c] = _mm512_dpwssd_epi32(sums[h][c], dots, scale);
         }
       }
     }
     const __m256i all_scales = _mm256_cvtepi8_epi16(load_128(scale_bytes));
     const float d = load_fp16(w + offsetof(BlockQ6_K, d));
     for (int c = 0; c < kCols; ++c) {
+      const __m512i both = _mm512_add_epi32(sums[0][c], sums[1][c]);
       const __m256i lanes =
-          _mm256_add_epi32(_mm512_castsi512_si256(sums[c]), _mm512_extracti64x4_epi64(sums[c], 1));
+          _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
       const __m256i offsets = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), all_scales);
       const __m256i total = _mm256_sub_epi32(lanes, _mm256_slli_epi32(offsets, 5));
       acc[c] =
