@@ -158,6 +158,15 @@ inline constexpr LaneMasks kTimes256Masks(1);
                           _mm256_cvtepi32_ps(min_sums), acc);
 }
 
+// The float step of a Q6_K super-block for one column: the quants' -32 offset taken out through
+// the bsums (`scales`: the 16 sub-block scales as i16), then acc + total * (d * xd).
+[[gnu::always_inline]] inline __m256 accumulate_q6_k(__m256 acc, float d, const uint8_t* column,
+                                                     __m256i sums, __m256i scales) {
+  const __m256i offsets = _mm256_madd_epi16(load_256(column + kQ8KBsums), scales);
+  const __m256i total = _mm256_sub_epi32(sums, _mm256_slli_epi32(offsets, 5));
+  return _mm256_fmadd_ps(_mm256_set1_ps(d * load_f32(column)), _mm256_cvtepi32_ps(total), acc);
+}
+
 // Every i16 lane of each 128-bit half gets element k (0..7) of that half.
 [[gnu::always_inline]] inline __m256i broadcast_i16(__m256i v, int k) {
   return _mm256_shuffle_epi8(v, _mm256_set1_epi16(int16_t(0x0100 + 0x0202 * k)));

@@ -61,10 +61,7 @@ void dot_q6_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
     const __m256i all_scales = _mm256_cvtepi8_epi16(load_128(scale_bytes));
     const float d = load_fp16(w + offsetof(BlockQ6_K, d));
     for (int c = 0; c < kCols; ++c) {
-      const __m256i offsets = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), all_scales);
-      const __m256i total = _mm256_sub_epi32(sums[c], _mm256_slli_epi32(offsets, 5));
-      acc[c] =
-          _mm256_fmadd_ps(_mm256_set1_ps(d * load_f32(xb[c])), _mm256_cvtepi32_ps(total), acc[c]);
+      acc[c] = accumulate_q6_k(acc[c], d, xb[c], sums[c], all_scales);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);

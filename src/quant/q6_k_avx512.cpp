@@ -83,10 +83,7 @@ void dot_q6_k(int64_t n_blocks, const uint8_t* w, const uint8_t* x, size_t x_str
       const __m512i both = _mm512_add_epi32(sums[0][c], sums[1][c]);
       const __m256i lanes =
           _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
-      const __m256i offsets = _mm256_madd_epi16(load_256(xb[c] + kQ8KBsums), all_scales);
-      const __m256i total = _mm256_sub_epi32(lanes, _mm256_slli_epi32(offsets, 5));
-      acc[c] =
-          _mm256_fmadd_ps(_mm256_set1_ps(d * load_f32(xb[c])), _mm256_cvtepi32_ps(total), acc[c]);
+      acc[c] = accumulate_q6_k(acc[c], d, xb[c], lanes, all_scales);
     }
   }
   for (int c = 0; c < kCols; ++c) out[c] = hsum(acc[c]);
