@@ -1,6 +1,6 @@
 // Mat-vec (1 column) and 4-column products of the AVX2 kernels of the super-block formats (Q4_K,
-// Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS) and of the AVX-512 kernels of Q4_K,
-// Q5_K and Q6_K, in GB/s of weight
+// Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS) and of the AVX-512 kernels of Q2_K,
+// Q4_K, Q5_K and Q6_K, in GB/s of weight
 // bytes streamed. Decode is memory-bound, so a kernel is good when its GB/s is near `StreamRead`, a
 // plain AVX2 read of the same bytes. The DRAM variants stream a 1 GiB matrix of rows of 8192
 // weights, several times the last-level cache, so every pass reads from memory; the L2 variants (1
@@ -72,6 +72,11 @@ const Kernel kKernels[] = {
      vec_dot_q5_k_avx512,
      true},
     {"q6_k_avx512", sizeof(BlockQ6_K), {offsetof(BlockQ6_K, d)}, vec_dot_q6_k_avx512, true},
+    {"q2_k_avx512",
+     sizeof(BlockQ2_K),
+     {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)},
+     vec_dot_q2_k_avx512,
+     true},
 };
 
 // The weight matrix, shared by all benchmarks and refilled when the format changes: random

@@ -38,7 +38,7 @@ struct Format {
   // value (in the comment) plus 5%: the searches are deterministic, so any change in them moves
   // the error, and a wrong level or coded scale anywhere moves it far more.
   double max_relative_rmse;
-  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q4_K, Q5_K, Q6_K)
+  VecDotFn avx512 = nullptr;  // bit-identical to avx2 where there is one (Q2_K, Q4_K, Q5_K, Q6_K)
 };
 
 void PrintTo(const Format& format, std::ostream* os) { *os << format.name; }
@@ -62,7 +62,8 @@ const Format kFormats[] = {
      decode<BlockQ2_K, ref_q2_k>,
      {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)},
      4,
-     0.312},
+     0.312,
+     vec_dot_q2_k_avx512},
     // Measured 0.1516: 8 levels, -4..3 steps, over 16-weight sub-blocks.
     {"Q3_K",
      sizeof(BlockQ3_K),

@@ -23,5 +23,8 @@ void vec_dot_q2_k_scalar(int64_t n, const void* w, const void* x, size_t x_strid
                          float* out);
 void vec_dot_q2_k_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                        float* out);
+// The AVX2 kernel's results to the bit, faster on groups of columns. REQUIRES: avx512_vnni().
+void vec_dot_q2_k_avx512(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
+                         float* out);
 
 }  // namespace strata

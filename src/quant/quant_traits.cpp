@@ -66,7 +66,7 @@ const std::array kTraits = {
     STRATA_BLOCK32_ROW(kQ5_1, q5_1, BlockQ5_1, kQ8_1, nullptr),
     STRATA_BLOCK32_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, kQ8_0, nullptr),
     STRATA_FORMAT_ROW(kIQ4_XS, iq4_xs, BlockIQ4_XS, 256, kQ8_K),
-    STRATA_FORMAT_ROW(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW_AVX512(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),
     STRATA_FORMAT_ROW_AVX512(kQ4_K, q4_k, BlockQ4_K, 256, kQ8_K),
     STRATA_FORMAT_ROW_AVX512(kQ5_K, q5_k, BlockQ5_K, 256, kQ8_K),

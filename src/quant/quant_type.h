@@ -63,7 +63,7 @@ struct QuantTraits {
   VecDotFn vec_dot_avx2;                       // nullptr where there is no AVX2 kernel
   VecDotRowsFn vec_dot_rows_avx2 = nullptr;    // the 32-weight block formats only
   VecDotRowsFn vec_dot_rows_avx512 = nullptr;  // bit-identical to the AVX2 one; Q4_0, Q8_0
-  VecDotFn vec_dot_avx512 = nullptr;           // bit-identical to the AVX2 one; Q4_K, Q5_K, Q6_K
+  VecDotFn vec_dot_avx512 = nullptr;           // bit-identical to the AVX2 one; Q2_K, Q4_K-Q6_K
 
   // The fastest kernel this CPU runs (base/cpu_features.h).
   VecDotFn vec_dot() const;
