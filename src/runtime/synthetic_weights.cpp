@@ -155,28 +155,37 @@ SyntheticWeights::SyntheticWeights(const SyntheticShape& shape, uint64_t seed)
   qk_norm_gain_ = float(std::sqrt(gain / std::sqrt(double(shape.head_dim))));
   const double targets[] = {0.75, 0.6, 0.86, 0.92, 0.67, 0.89, 0.94, 0.8};
   constexpr double kTolerance = 0.02;
+  // Every candidate profile (rotary pairs, constant share) once; each group then picks its own.
+  struct Candidate {
+    int64_t pairs, first;
+    double constant;
+    RecencyMemory memory;
+  };
+  std::vector<Candidate> candidates;
+  for (const int64_t pairs : {4, 8, 12, 16}) {
+    for (int64_t first = 0; first + pairs < half; ++first) {
+      std::vector<double> thetas;
+      for (int64_t p = first; p < first + pairs; ++p)
+        thetas.push_back(
+            std::pow(double(shape.rope_freq_base), -2.0 * double(p) / double(shape.head_dim)));
+      for (double constant = 0; constant < 0.95; constant += 0.05)
+        candidates.push_back(
+            {pairs, first, constant, recency_memory(thetas, gain * (1 - constant), 512)});
+    }
+  }
   for (int64_t group = 0; group < shape.n_head_kv; ++group) {
     const double target = targets[group % 8];
     double best_error = 1e9, best_span = 1e9, best_constant = 0;
     int64_t best_first = 0, n_pairs = 0;
-    for (const int64_t pairs : {4, 8, 12, 16}) {
-      for (int64_t first = 0; first + pairs < half; ++first) {
-        std::vector<double> thetas;
-        for (int64_t p = first; p < first + pairs; ++p)
-          thetas.push_back(
-              std::pow(double(shape.rope_freq_base), -2.0 * double(p) / double(shape.head_dim)));
-        for (double constant = 0; constant < 0.95; constant += 0.05) {
-          const RecencyMemory memory = recency_memory(thetas, gain * (1 - constant), 512);
-          const double error =
-              std::max(kTolerance, std::fabs(memory.neighbour_correlation - target));
-          if (error < best_error || (error == best_error && memory.span < best_span)) {
-            best_error = error;
-            best_span = memory.span;
-            best_first = first;
-            n_pairs = pairs;
-            best_constant = constant;
-          }
-        }
+    for (const Candidate& candidate : candidates) {
+      const double error =
+          std::max(kTolerance, std::fabs(candidate.memory.neighbour_correlation - target));
+      if (error < best_error || (error == best_error && candidate.memory.span < best_span)) {
+        best_error = error;
+        best_span = candidate.memory.span;
+        best_first = candidate.first;
+        n_pairs = candidate.pairs;
+        best_constant = candidate.constant;
       }
     }
     // A unit-RMS vector: `constant` of the energy on the slowest rotary pair (its angle
