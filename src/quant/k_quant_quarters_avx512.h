@@ -41,10 +41,10 @@ void dot_quarter_pairs(int64_t n_blocks, const uint8_t* w, const uint8_t* x, siz
     prefetch_ahead<sizeof(Block)>(w);
     const typename Format::Decoded block(w);
     const uint8_t* xb[kCols];
-    __m512i sums[2][kCols];  // one per half: two dependency chains, not one of four
+    __m512i sums[kCols];
     for (int c = 0; c < kCols; ++c) {
       xb[c] = x + c * x_stride + b * sizeof(BlockQ8_K);
-      sums[0][c] = sums[1][c] = _mm512_setzero_si512();
+      sums[c] = _mm512_setzero_si512();
     }
     for (int h = 0; h < 2; ++h) {
       const auto half = block.half(h);
@@ -54,14 +54,13 @@ void dot_quarter_pairs(int64_t n_blocks, const uint8_t* w, const uint8_t* x, siz
         for (int c = 0; c < kCols; ++c) {
           const __m512i activations = _mm512_loadu_si512(xb[c] + kQ8KQs + 128 * h + 64 * p);
           const __m512i dots = _mm512_dpbusd_epi32(_mm512_setzero_si512(), quants, activations);
-          sums[h][c] = _mm512_dpwssd_epi32(sums[h][c], dots, scale);
+          sums[c] = _mm512_dpwssd_epi32(sums[c], dots, scale);
         }
       }
     }
     for (int c = 0; c < kCols; ++c) {
-      const __m512i both = _mm512_add_epi32(sums[0][c], sums[1][c]);
       const __m256i lanes =
-          _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
+          _mm256_add_epi32(_mm512_castsi512_si256(sums[c]), _mm512_extracti64x4_epi64(sums[c], 1));
       acc[c] = block.accumulate(acc[c], xb[c], lanes);
     }
   }
