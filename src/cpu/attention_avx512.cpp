@@ -18,6 +18,7 @@
 #include "cpu/attention_kernels.h"
 #include "cpu/value_rows_prefetch.h"
 #include "quant/groups_of_four.h"
+#include "quant/halves_avx512.h"
 #include "quant/horizontal_sum_avx2.h"
 
 namespace strata {
@@ -108,18 +109,9 @@ void key_scores_avx512(const float* q, int n_heads, const float* key_tiles, int6
   });
 }
 
-// Halves of registers through their 64-bit forms, which AVX-512 F has (the float forms are DQ's).
-__m512 join_halves(__m256 low, __m256 high) {
-  return _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_zextpd256_pd512(_mm256_castps_pd(low)), _mm256_castps_pd(high), 1));
-}
-__m256 high_half(__m512 x) {
-  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
-}
-
 // Value rows r and r + 1 at positions [j, j + 8), in the low and high halves.
 __m512 two_rows(const float* rows, int64_t capacity, int64_t j) {
-  return join_halves(_mm256_loadu_ps(rows + j), _mm256_loadu_ps(rows + capacity + j));
+  return two_halves(_mm256_loadu_ps(rows + j), _mm256_loadu_ps(rows + capacity + j));
 }
 
 // 2 * P output dimensions of H heads: acc[p][h] holds dimensions 2p and 2p + 1.

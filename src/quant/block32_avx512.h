@@ -31,6 +31,7 @@
 
 #include "base/fp16.h"
 #include "quant/groups_of_four.h"
+#include "quant/halves_avx512.h"
 #include "quant/horizontal_sum_avx2.h"
 #include "quant/row_prefetch.h"
 #include "quant/q8_0.h"
@@ -46,12 +47,6 @@ struct alignas(64) ColumnPair {
   __m512 scales;    // d of block 2p in the low 8 floats, of 2p + 1 in the high 8
 };
 using PairedColumn = std::vector<ColumnPair>;
-
-// [a x8 | b x8]
-inline __m512 two_halves(__m256 a, __m256 b) {
-  return _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)), _mm256_castps_pd(b), 1));
-}
 
 // Lanes 4-7 of each block (its activations 16-31) hold quants scaled by Format::kHighLaneScale,
 // a power of two (Q4_0's high nibbles masked in place, not shifted down: one uop less per pair).
@@ -121,7 +116,7 @@ void dot_rows(const float* table, int64_t n_blocks, const uint8_t* w, size_t w_s
   }
   for (int r = 0; r < kRows; ++r) {
     __m256 even = _mm512_castps512_ps256(acc[r]);
-    const __m256 odd = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1));
+    const __m256 odd = high_half(acc[r]);
     if (n_blocks % 2 != 0) {  // the last block joins the even chain, as in the AVX2 kernel
       const ColumnPair& x = column[n_full_pairs];
       const uint8_t* block = w + size_t(r) * w_stride + 2 * n_full_pairs * kBlockBytes;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "quant/halves_avx512.h"
 #include "quant/horizontal_sum_avx2.h"
 #include "quant/row_prefetch.h"
 
@@ -46,12 +47,6 @@ const Column& prepare_column(const float* table, const BlockQ8_0* x, int64_t n_b
   return column;
 }
 
-// [a x8 | b x8]
-__m512 two_halves(__m256 a, __m256 b) {
-  return _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_zextpd256_pd512(_mm256_castps_pd(a)), _mm256_castps_pd(b), 1));
-}
-
 // Rows r and r + 1 (r + 1 absent when kPair is false: its half is computed on row r and
 // dropped).
 template <bool kPair>
@@ -76,8 +71,7 @@ void dot_row_pair(const float* table, int64_t n_blocks, const uint8_t* w, size_t
     acc = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc);
   }
   out[0] = horizontal_sum(_mm512_castps512_ps256(acc));
-  if constexpr (kPair)
-    out[1] = horizontal_sum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+  if constexpr (kPair) out[1] = horizontal_sum(high_half(acc));
 }
 
 }  // namespace
