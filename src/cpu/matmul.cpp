@@ -16,8 +16,9 @@ namespace {
 // short rows (strata-tiny-moe's down projections are 36 bytes) do not make tiny tasks.
 // The minimum is larger for a single token, whose task reads each weight byte once: 4 KB is a
 // fraction of a microsecond, about what handing it out costs. strata-tiny-moe decodes its
-// 27-216 KB launches in 3-7 tasks instead of 16: 3 % faster (median of 20 alternated runs,
-// 16 of them faster), while prefill, whose tasks use each byte for up to 64 tokens, keeps 4 KB.
+// 27-216 KB launches in 3-16 tasks instead of 16-18: 0.681 -> 0.631 ms a token (medians of 18
+// rounds in rotated order), while prefill, whose tasks use each byte for up to 64 tokens,
+// keeps 4 KB.
 constexpr size_t kMinTaskBytes = size_t(4) << 10;
 constexpr size_t kMinSingleTokenTaskBytes = size_t(32) << 10;
 constexpr size_t kMaxTaskBytes = size_t(64) << 10;
