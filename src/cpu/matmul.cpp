@@ -71,6 +71,36 @@ void group_in_shared_rows(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   }
 }
 
+// The outputs of one tile: its rows for its tokens.
+void compute_tile(const MatmulJob& job, VecDotFn vec_dot, VecDotRowsFn rows_kernel,
+                  const Tile& tile) {
+  const int n_cols = int(tile.token_end - tile.token_begin);
+  const uint8_t* x = job.x->row(job.x_first + tile.token_begin);
+  const size_t row_bytes = job.w->row_bytes();
+  float* y = job.y + tile.token_begin * job.y_stride + tile.row_begin;
+  // Grouped rows: one kernel for decode and prefill, whose bits do not depend on n_cols.
+  if (job.w->grouped_rows) {
+    if (job.w->group_before_use && tiles_own_their_rows(job))
+      group_q4_0_rows(mutable_rows(*job.w, tile.row_begin), job.w->n_in,
+                      tile.row_end - tile.row_begin);
+    vec_dot_q4_0_groups_avx512(job.w->n_in, job.w->row(tile.row_begin),
+                               int((tile.row_end - tile.row_begin) / kQ4_0GroupRows), x,
+                               job.x->row_stride, n_cols, y, size_t(job.y_stride));
+    return;
+  }
+  // One token (decode): the tile's rows in one call, straight into y's contiguous row.
+  if (n_cols == 1 && rows_kernel != nullptr) {
+    rows_kernel(job.w->n_in, job.w->row(tile.row_begin), row_bytes,
+                int(tile.row_end - tile.row_begin), x, y);
+    return;
+  }
+  float out[kTokensPerTask];
+  for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
+    vec_dot(job.w->n_in, job.w->data + size_t(r) * row_bytes, x, job.x->row_stride, n_cols, out);
+    for (int c = 0; c < n_cols; ++c) job.y[(tile.token_begin + c) * job.y_stride + r] = out[c];
+  }
+}
+
 }  // namespace
 
 void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_in) {
@@ -84,19 +114,20 @@ void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_
     out.bytes.resize(out.row_stride * size_t(n_rows));
 }
 
-void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
-                  ConvertedRows& out) {
+void convert_rows_here(const float* x, int64_t x_stride, int64_t first, int64_t count,
+                       ConvertedRows& out) {
   STRATA_CHECK_LE(first + count, out.n_rows);
   const QuantTraits& traits = quant_traits(out.type);
-  auto convert = [&](int64_t r, int) {
-    traits.quantize_row(x + (first + r) * x_stride,
-                        out.bytes.data() + size_t(first + r) * out.row_stride, out.n_in);
-  };
-  if (count < 4) {
-    for (int64_t r = 0; r < count; ++r) convert(r, 0);
-  } else {
-    pool.parallel_for(count, convert);
-  }
+  for (int64_t r = first; r < first + count; ++r)
+    traits.quantize_row(x + r * x_stride, out.bytes.data() + size_t(r) * out.row_stride, out.n_in);
+}
+
+void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
+                  ConvertedRows& out) {
+  if (count < 4) return convert_rows_here(x, x_stride, first, count, out);
+  pool.parallel_for(count, [&](int64_t r, int) {
+    convert_rows_here(x, x_stride, first + r, 1, out);
+  });
 }
 
 void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
@@ -128,35 +159,20 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   }
   pool.parallel_for(int64_t(tiles.size()), [&](int64_t index, int) {
     const Tile& tile = tiles[size_t(index)];
-    const MatmulJob& job = jobs[size_t(tile.job)];
-    const VecDotFn vec_dot = kernels[size_t(tile.job)];
-    const int n_cols = int(tile.token_end - tile.token_begin);
-    const uint8_t* x = job.x->row(job.x_first + tile.token_begin);
-    const size_t row_bytes = job.w->row_bytes();
-    float* y = job.y + tile.token_begin * job.y_stride + tile.row_begin;
-    // Grouped rows: one kernel for decode and prefill, whose bits do not depend on n_cols.
-    if (job.w->grouped_rows) {
-      if (job.w->group_before_use && tiles_own_their_rows(job))
-        group_q4_0_rows(mutable_rows(*job.w, tile.row_begin), job.w->n_in,
-                        tile.row_end - tile.row_begin);
-      vec_dot_q4_0_groups_avx512(job.w->n_in, job.w->row(tile.row_begin),
-                                 int((tile.row_end - tile.row_begin) / kQ4_0GroupRows), x,
-                                 job.x->row_stride, n_cols, y, size_t(job.y_stride));
-      return;
-    }
-    // One token (decode): the tile's rows in one call, straight into y's contiguous row.
-    if (const VecDotRowsFn rows_kernel = rows_kernels[size_t(tile.job)];
-        n_cols == 1 && rows_kernel != nullptr) {
-      rows_kernel(job.w->n_in, job.w->row(tile.row_begin), row_bytes,
-                  int(tile.row_end - tile.row_begin), x, y);
-      return;
-    }
-    float out[kTokensPerTask];
-    for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
-      vec_dot(job.w->n_in, job.w->data + size_t(r) * row_bytes, x, job.x->row_stride, n_cols, out);
-      for (int c = 0; c < n_cols; ++c) job.y[(tile.token_begin + c) * job.y_stride + r] = out[c];
-    }
+    compute_tile(jobs[size_t(tile.job)], kernels[size_t(tile.job)], rows_kernels[size_t(tile.job)],
+                 tile);
   });
+}
+
+void run_matmul_here(const MatmulJob& job) {
+  const QuantTraits& traits = quant_traits(job.w->type);
+  STRATA_CHECK(job.x->type == traits.vec_dot_type);
+  STRATA_CHECK(!job.w->grouped_rows || groups_rows(job.w->type, job.w->n_out));
+  if (job.w->group_before_use && !tiles_own_their_rows(job))
+    group_q4_0_rows(mutable_rows(*job.w, 0), job.w->n_in, job.w->n_out);
+  for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
+    compute_tile(job, traits.vec_dot(), traits.vec_dot_rows(),
+                 {0, 0, job.w->n_out, t, std::min(t + kTokensPerTask, job.n_tokens)});
 }
 
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y,

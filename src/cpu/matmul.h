@@ -53,6 +53,9 @@ void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_
 // into the same rows of `out`. REQUIRES: out shaped for at least first + count rows.
 void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
                   ConvertedRows& out);
+// The same on the calling thread, for work that is already one task of a parallel_for.
+void convert_rows_here(const float* x, int64_t x_stride, int64_t first, int64_t count,
+                       ConvertedRows& out);
 
 // One product: y[t * y_stride + m] = sum_k W[m][k] * x_t[k] for t < n_tokens, m < w.n_out,
 // where x_t = x.row(x_first + t). REQUIRES: x.type == vec_dot_type of w.type.
@@ -67,6 +70,9 @@ struct MatmulJob {
 
 // Runs all jobs in one parallel_for (the experts of one layer are one call).
 void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs);
+// Runs one job on the calling thread, for work that is already one task of a parallel_for; the
+// outputs are bit for bit those of run_matmuls.
+void run_matmul_here(const MatmulJob& job);
 
 // Convenience for one dense product: converts x into `scratch` and runs one job.
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y,

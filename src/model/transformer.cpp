@@ -13,6 +13,13 @@
 namespace strata {
 namespace {
 
+// In decode, experts of at most this many bytes are computed whole, one task each: gate, up,
+// SiLU and down without a launch or a serial step between the projections (strata-tiny-moe's
+// 41 KB experts). Larger experts, and batches, whose experts' row counts differ, are split into
+// row tasks over two launches, which keeps the threads finishing together (whole experts made
+// the tiny model's 512-token prefill ~12 % slower).
+constexpr size_t kWholeExpertTaskBytes = size_t(256) << 10;
+
 QuantType activation_type(const Matrix& w) { return quant_traits(w.type).vec_dot_type; }
 
 void add_bias(float* rows, int64_t n_rows, const Vector& bias) {
@@ -320,13 +327,14 @@ Status Transformer::moe_block(int layer, int64_t n) {
   down_out_.resize(size_t(n_rows * n_embd));
   reshape_rows(activations_, quant_traits(layout.down.type).vec_dot_type, n_rows, n_ff);
 
+  const bool whole_experts = n == 1 && layout.unit_bytes() <= kWholeExpertTaskBytes;
   // Experts whose weights are here are computed while the others load; the grouping into
   // batches follows I/O timing but every expert's output lands in its own rows, so the
   // result does not depend on it.
   for (;;) {
     STRATA_ASSIGN_OR_RETURN(const std::vector<ClaimedExpert> batch, experts_.claim_next(layer));
     if (batch.empty()) break;
-    STRATA_RETURN_IF_ERROR(compute_experts(layer, batch, n_ff));
+    STRATA_RETURN_IF_ERROR(compute_experts(layer, batch, n_ff, whole_experts));
     experts_.release(layer, batch);
   }
   experts_.end_layer(layer);
@@ -344,16 +352,15 @@ Status Transformer::moe_block(int layer, int64_t n) {
   return Status();
 }
 
-Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff) {
+Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff,
+                                    bool whole_experts) {
   const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
   const int64_t n_embd = config_.n_embd;
   const ConvertedRows& up_input = quant_traits(layout.up.type).vec_dot_type == gathered_gate_.type
                                       ? gathered_gate_
                                       : gathered_up_;
   std::vector<Matrix> gate(batch.size()), up(batch.size()), down(batch.size());
-  std::vector<MatmulJob> jobs;
   for (size_t i = 0; i < batch.size(); ++i) {
-    const size_t e = size_t(batch[i].expert);
     const ExpertUnit& unit = batch[i].unit;
     auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in,
                      int64_t n_out) {
@@ -363,20 +370,52 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
     gate[i] = slice(layout.gate, unit.gate, n_embd, n_ff);
     up[i] = slice(layout.up, unit.up, n_embd, n_ff);
     down[i] = slice(layout.down, unit.down, n_ff, n_embd);
-    const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
-    jobs.push_back({&gate[i], &gathered_gate_, first, rows, gate_out_.data() + first * n_ff, n_ff});
-    jobs.push_back({&up[i], &up_input, first, rows, up_out_.data() + first * n_ff, n_ff});
   }
-  run_matmuls(pool_, jobs);
-  jobs.clear();
-  for (size_t i = 0; i < batch.size(); ++i) {
+  auto gate_job = [&](size_t i) -> MatmulJob {
+    const size_t e = size_t(batch[i].expert);
+    const int64_t first = expert_offsets_[e];
+    return {&gate[i], &gathered_gate_, first, expert_rows_[e], gate_out_.data() + first * n_ff,
+            n_ff};
+  };
+  auto up_job = [&](size_t i) -> MatmulJob {
+    const size_t e = size_t(batch[i].expert);
+    const int64_t first = expert_offsets_[e];
+    return {&up[i], &up_input, first, expert_rows_[e], up_out_.data() + first * n_ff, n_ff};
+  };
+  auto down_job = [&](size_t i) -> MatmulJob {
+    const size_t e = size_t(batch[i].expert);
+    const int64_t first = expert_offsets_[e];
+    return {&down[i], &activations_, first, expert_rows_[e], down_out_.data() + first * n_embd,
+            n_embd};
+  };
+  // SiLU(gate) * up of expert i's rows, converted for the down projection.
+  auto activate = [&](size_t i) {
     const size_t e = size_t(batch[i].expert);
     const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
     silu_mul(gate_out_.data() + first * n_ff, up_out_.data() + first * n_ff, rows * n_ff,
              gate_out_.data() + first * n_ff);
-    convert_rows(pool_, gate_out_.data(), n_ff, first, rows, activations_);
-    jobs.push_back(
-        {&down[i], &activations_, first, rows, down_out_.data() + first * n_embd, n_embd});
+    convert_rows_here(gate_out_.data(), n_ff, first, rows, activations_);
+  };
+
+  if (whole_experts) {
+    pool_.parallel_for(int64_t(batch.size()), [&](int64_t i, int) {
+      run_matmul_here(gate_job(size_t(i)));
+      run_matmul_here(up_job(size_t(i)));
+      activate(size_t(i));
+      run_matmul_here(down_job(size_t(i)));
+    });
+    return Status();
+  }
+  std::vector<MatmulJob> jobs;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    jobs.push_back(gate_job(i));
+    jobs.push_back(up_job(i));
+  }
+  run_matmuls(pool_, jobs);
+  jobs.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    activate(i);
+    jobs.push_back(down_job(i));
   }
   run_matmuls(pool_, jobs);
   return Status();

@@ -92,7 +92,9 @@ class Transformer {
   Status moe_block(int layer, int64_t n_tokens);
   void route(int layer, int64_t n_tokens);
   void predict_next_layers(int layer, int64_t n_tokens);
-  Status compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff);
+  // whole_experts: one task per expert (decode of small experts), else row tasks.
+  Status compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff,
+                         bool whole_experts);
   void shared_expert(const LayerWeights& weights, int64_t n_tokens);
   // x [n_rows][n_in] converted to `type`, cached per type until invalidate_converted().
   const ConvertedRows& converted(const float* x, int64_t n_rows, int64_t n_in, QuantType type);
