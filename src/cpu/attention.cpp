@@ -62,15 +62,17 @@ const AttentionKernels& attention_kernels_scalar() {
 }
 
 void LayerKvView::store(int64_t pos, const float* k, const float* v) const {
+  for (int64_t h = 0; h < n_head_kv; ++h) store_head(pos, h, k + h * head_dim, v + h * head_dim);
+}
+
+void LayerKvView::store_head(int64_t pos, int64_t kv_head, const float* k, const float* v) const {
   STRATA_CHECK(pos >= 0 && pos < n_ctx);
   const int64_t tile = pos / kKeyTile, lane = pos % kKeyTile;
-  for (int64_t h = 0; h < n_head_kv; ++h) {
-    float* key = keys + (h * capacity + tile * kKeyTile) * head_dim + lane;
-    float* value_column = values_t + h * head_dim * capacity + pos;
-    for (int64_t d = 0; d < head_dim; ++d) {
-      key[d * kKeyTile] = k[h * head_dim + d];
-      value_column[d * capacity] = v[h * head_dim + d];
-    }
+  float* key = keys + (kv_head * capacity + tile * kKeyTile) * head_dim + lane;
+  float* value_column = values_t + kv_head * head_dim * capacity + pos;
+  for (int64_t d = 0; d < head_dim; ++d) {
+    key[d * kKeyTile] = k[d];
+    value_column[d * capacity] = v[d];
   }
 }
 
@@ -78,36 +80,73 @@ uint64_t AttentionScratch::floats_for(int64_t n_ctx, int n_threads) {
   return uint64_t(n_threads) * kMaxHeadsTogether * uint64_t(LayerKvView::capacity_for(n_ctx));
 }
 
+void AttentionScratch::prepare(int n_threads, int64_t capacity) {
+  scores.resize(size_t(n_threads));
+  for (auto& rows : scores)
+    if (int64_t(rows.size()) < kMaxHeadsTogether * capacity)
+      rows.resize(size_t(kMaxHeadsTogether * capacity));
+}
+
+namespace {
+
+// The query heads of KV head `kv_head` numbered [h0, h0 + n_heads), at most kMaxHeadsTogether,
+// for one token that sees positions [0, n_pos): q and out are the token's rows.
+void attend(const AttentionKernels& kernels, const AttentionShape& shape, const LayerKvView& kv,
+            const float* q, int64_t n_pos, int64_t kv_head, int64_t h0, int n_heads, float* out,
+            float* scores) {
+  const int64_t head_dim = shape.head_dim, stride = kv.capacity;
+  kernels.key_scores(q + h0 * head_dim, n_heads, kv.keys + kv_head * stride * head_dim, head_dim,
+                     n_pos, shape.scale, scores, stride);
+  kernels.softmax_rows(scores, n_heads, n_pos, stride);
+  kernels.weighted_values(scores, n_heads, stride, kv.values_t + kv_head * head_dim * stride,
+                          stride, head_dim, n_pos, out + h0 * head_dim);
+}
+
+// A group larger than the kernels take is split into near-equal chunks.
+struct GroupChunks {
+  int64_t group, n_chunks, chunk_heads;
+  explicit GroupChunks(const AttentionShape& shape)
+      : group(shape.n_head / shape.n_head_kv),
+        n_chunks((group + kMaxHeadsTogether - 1) / kMaxHeadsTogether),
+        chunk_heads((group + n_chunks - 1) / n_chunks) {}
+  int64_t first_head(int64_t kv_head, int64_t chunk) const {
+    return kv_head * group + chunk * chunk_heads;
+  }
+  int heads(int64_t kv_head, int64_t h0) const {
+    return int(std::min(chunk_heads, (kv_head + 1) * group - h0));
+  }
+};
+
+}  // namespace
+
 void attention(ThreadPool& pool, const AttentionShape& shape, const LayerKvView& kv, const float* q,
                int64_t n_tokens, int64_t pos0, float* out, AttentionScratch& scratch) {
   STRATA_CHECK(shape.n_head % shape.n_head_kv == 0);
   STRATA_CHECK_LE(pos0 + n_tokens, kv.n_ctx);
   const AttentionKernels& kernels = selected_kernels();
-  const int64_t group = shape.n_head / shape.n_head_kv;
-  const int64_t head_dim = shape.head_dim;
-  // A group larger than the kernels take is split into near-equal chunks.
-  const int64_t n_chunks = (group + kMaxHeadsTogether - 1) / kMaxHeadsTogether;
-  const int64_t chunk_heads = (group + n_chunks - 1) / n_chunks;
-  const int64_t stride = kv.capacity;
-  scratch.scores.resize(size_t(pool.size()));
-  for (auto& scores : scratch.scores)
-    if (int64_t(scores.size()) < kMaxHeadsTogether * stride)
-      scores.resize(size_t(kMaxHeadsTogether * stride));
-
-  pool.parallel_for(n_tokens * shape.n_head_kv * n_chunks, [&](int64_t index, int thread) {
-    const int64_t chunk = index % n_chunks, kv_head = index / n_chunks % shape.n_head_kv,
-                  t = index / n_chunks / shape.n_head_kv;
-    const int64_t h0 = kv_head * group + chunk * chunk_heads;
-    const int n_heads = int(std::min(chunk_heads, (kv_head + 1) * group - h0));
-    const int64_t n_pos = pos0 + t + 1;
-    const float* query = q + (t * shape.n_head + h0) * head_dim;
-    float* scores = scratch.scores[size_t(thread)].data();
-    kernels.key_scores(query, n_heads, kv.keys + kv_head * stride * head_dim, head_dim, n_pos,
-                       shape.scale, scores, stride);
-    kernels.softmax_rows(scores, n_heads, n_pos, stride);
-    kernels.weighted_values(scores, n_heads, stride, kv.values_t + kv_head * head_dim * stride,
-                            stride, head_dim, n_pos, out + (t * shape.n_head + h0) * head_dim);
+  const GroupChunks chunks(shape);
+  scratch.prepare(pool.size(), kv.capacity);
+  pool.parallel_for(n_tokens * shape.n_head_kv * chunks.n_chunks, [&](int64_t index, int thread) {
+    const int64_t chunk = index % chunks.n_chunks,
+                  kv_head = index / chunks.n_chunks % shape.n_head_kv,
+                  t = index / chunks.n_chunks / shape.n_head_kv;
+    const int64_t h0 = chunks.first_head(kv_head, chunk);
+    const int64_t token_floats = shape.n_head * shape.head_dim;
+    attend(kernels, shape, kv, q + t * token_floats, pos0 + t + 1, kv_head, h0,
+           chunks.heads(kv_head, h0), out + t * token_floats, scratch.scores[size_t(thread)].data());
   });
+}
+
+void attention_heads_here(const AttentionShape& shape, const LayerKvView& kv, const float* q,
+                          int64_t pos, int64_t kv_head, float* out, float* scores) {
+  STRATA_CHECK(shape.n_head % shape.n_head_kv == 0);
+  STRATA_CHECK_LT(pos, kv.n_ctx);
+  const AttentionKernels& kernels = selected_kernels();
+  const GroupChunks chunks(shape);
+  for (int64_t chunk = 0; chunk < chunks.n_chunks; ++chunk) {
+    const int64_t h0 = chunks.first_head(kv_head, chunk);
+    attend(kernels, shape, kv, q, pos + 1, kv_head, h0, chunks.heads(kv_head, h0), out, scores);
+  }
 }
 
 }  // namespace strata

@@ -32,6 +32,8 @@ struct LayerKvView {
   }
   // Writes the key and value vectors (n_head_kv x head_dim each) of the token at `pos`.
   void store(int64_t pos, const float* k, const float* v) const;
+  // The same for one KV head: k and v are that head's head_dim values.
+  void store_head(int64_t pos, int64_t kv_head, const float* k, const float* v) const;
 };
 
 struct AttentionShape {
@@ -45,6 +47,8 @@ struct AttentionShape {
 struct AttentionScratch {
   std::vector<std::vector<float>> scores;
   static uint64_t floats_for(int64_t n_ctx, int n_threads);
+  // Rows for n_threads threads over a cache of `capacity` positions.
+  void prepare(int n_threads, int64_t capacity);
 };
 
 // out[t][h][:] = sum_j softmax_j(scale * q[t][h]·k_j) v_j over positions j <= pos0 + t, where
@@ -53,5 +57,12 @@ struct AttentionScratch {
 // [0, pos0 + n_tokens).
 void attention(ThreadPool& pool, const AttentionShape& shape, const LayerKvView& kv, const float* q,
                int64_t n_tokens, int64_t pos0, float* out, AttentionScratch& scratch);
+
+// The query heads of KV head `kv_head` for one token at position `pos`, on the calling thread,
+// for work that is already one task of a parallel_for: q and out are the token's
+// [n_head][head_dim] rows, `scores` one thread's rows of a prepared AttentionScratch. Bit for
+// bit what attention() computes for those heads.
+void attention_heads_here(const AttentionShape& shape, const LayerKvView& kv, const float* q,
+                          int64_t pos, int64_t kv_head, float* out, float* scores);
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include "cpu/elementwise.h"
 #include "cpu/rope.h"
 #include "cpu/topk.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -19,14 +20,19 @@ namespace {
 // row tasks over two launches, which keeps the threads finishing together (whole experts made
 // the tiny model's 512-token prefill ~12 % slower).
 constexpr size_t kWholeExpertTaskBytes = size_t(256) << 10;
+// In decode, when one KV head's query, key and value rows take at most this many bytes, a task
+// computes them and that group's attention: projections, norms, RoPE, the cache write and the
+// attention itself in one launch instead of two and a serial step.
+constexpr size_t kWholeKvGroupTaskBytes = size_t(256) << 10;
 
 QuantType activation_type(const Matrix& w) { return quant_traits(w.type).vec_dot_type; }
 
-void add_bias(float* rows, int64_t n_rows, const Vector& bias) {
+// rows[r * stride + i] += bias[first + i] for i < count, r < n_rows (stride: the bias's length).
+void add_bias(float* rows, int64_t n_rows, const Vector& bias, int64_t first, int64_t count) {
   if (bias.empty()) return;
-  const int64_t n = int64_t(bias.size());
+  const int64_t stride = int64_t(bias.size());
   for (int64_t r = 0; r < n_rows; ++r)
-    for (int64_t i = 0; i < n; ++i) rows[r * n + i] += bias[size_t(i)];
+    for (int64_t i = 0; i < count; ++i) rows[r * stride + i] += bias[size_t(first + i)];
 }
 
 // Per-head RMSNorm (qwen3's q_norm / k_norm), weight shared by all heads.
@@ -155,30 +161,62 @@ void Transformer::attention_block(int layer, int64_t n, int64_t pos0, KvCache& c
   q_.resize(size_t(n * q_dim));
   k_.resize(size_t(n * kv_dim));
   v_.resize(size_t(n * kv_dim));
+  attn_out_.resize(size_t(n * q_dim));
   const ConvertedRows& xq = converted(normed_.data(), n, n_embd, activation_type(w.q));
   const ConvertedRows& xk = converted(normed_.data(), n, n_embd, activation_type(w.k));
   const ConvertedRows& xv = converted(normed_.data(), n, n_embd, activation_type(w.v));
-  const MatmulJob jobs[] = {{&w.q, &xq, 0, n, q_.data(), q_dim},
-                            {&w.k, &xk, 0, n, k_.data(), kv_dim},
-                            {&w.v, &xv, 0, n, v_.data(), kv_dim}};
-  run_matmuls(pool_, jobs);
-  add_bias(q_.data(), n, w.q_bias);
-  add_bias(k_.data(), n, w.k_bias);
-  add_bias(v_.data(), n, w.v_bias);
-  norm_heads(q_.data(), n * config_.n_head, head_dim, w.q_norm, config_.rms_eps);
-  norm_heads(k_.data(), n * config_.n_head_kv, head_dim, w.k_norm, config_.rms_eps);
-
   const RopeNeox rope(head_dim, config_.rope_freq_base);
   const LayerKvView kv = cache.layer(layer);
-  for (int64_t t = 0; t < n; ++t) {
-    rope.apply(q_.data() + t * q_dim, config_.n_head, pos0 + t);
-    rope.apply(k_.data() + t * kv_dim, config_.n_head_kv, pos0 + t);
-    kv.store(pos0 + t, k_.data() + t * kv_dim, v_.data() + t * kv_dim);
-  }
   const AttentionShape shape{config_.n_head, config_.n_head_kv, head_dim,
                              1.0f / std::sqrt(float(head_dim))};
-  attn_out_.resize(size_t(n * q_dim));
-  attention(pool_, shape, kv, q_.data(), n, pos0, attn_out_.data(), attention_scratch_);
+  const int64_t group = config_.n_head / config_.n_head_kv;
+  // The query, key and value rows of one KV head's group.
+  auto group_rows = [&](const Matrix& m, int64_t first, int64_t count) {
+    return Matrix{m.type, m.row(first), m.n_in, count, m.grouped_rows, m.group_before_use};
+  };
+  const size_t group_bytes = size_t(group * head_dim) * w.q.row_bytes() +
+                             size_t(head_dim) * (w.k.row_bytes() + w.v.row_bytes());
+  const bool whole_groups = n == 1 && group_bytes <= kWholeKvGroupTaskBytes &&
+                            (head_dim % kQ4_0GroupRows == 0 ||
+                             !(w.q.grouped_rows || w.k.grouped_rows || w.v.grouped_rows));
+  if (whole_groups) {
+    attention_scratch_.prepare(pool_.size(), kv.capacity);
+    pool_.parallel_for(config_.n_head_kv, [&](int64_t g, int thread) {
+      const int64_t q_first = g * group * head_dim, kv_first = g * head_dim;
+      const Matrix wq = group_rows(w.q, q_first, group * head_dim),
+                   wk = group_rows(w.k, kv_first, head_dim), wv = group_rows(w.v, kv_first, head_dim);
+      float *q = q_.data() + q_first, *k = k_.data() + kv_first, *v = v_.data() + kv_first;
+      run_matmul_here({&wq, &xq, 0, 1, q, q_dim});
+      run_matmul_here({&wk, &xk, 0, 1, k, kv_dim});
+      run_matmul_here({&wv, &xv, 0, 1, v, kv_dim});
+      add_bias(q, 1, w.q_bias, q_first, group * head_dim);
+      add_bias(k, 1, w.k_bias, kv_first, head_dim);
+      add_bias(v, 1, w.v_bias, kv_first, head_dim);
+      norm_heads(q, group, head_dim, w.q_norm, config_.rms_eps);
+      norm_heads(k, 1, head_dim, w.k_norm, config_.rms_eps);
+      rope.apply(q, group, pos0);
+      rope.apply(k, 1, pos0);
+      kv.store_head(pos0, g, k, v);
+      attention_heads_here(shape, kv, q_.data(), pos0, g, attn_out_.data(),
+                           attention_scratch_.scores[size_t(thread)].data());
+    });
+  } else {
+    const MatmulJob jobs[] = {{&w.q, &xq, 0, n, q_.data(), q_dim},
+                              {&w.k, &xk, 0, n, k_.data(), kv_dim},
+                              {&w.v, &xv, 0, n, v_.data(), kv_dim}};
+    run_matmuls(pool_, jobs);
+    add_bias(q_.data(), n, w.q_bias, 0, q_dim);
+    add_bias(k_.data(), n, w.k_bias, 0, kv_dim);
+    add_bias(v_.data(), n, w.v_bias, 0, kv_dim);
+    norm_heads(q_.data(), n * config_.n_head, head_dim, w.q_norm, config_.rms_eps);
+    norm_heads(k_.data(), n * config_.n_head_kv, head_dim, w.k_norm, config_.rms_eps);
+    for (int64_t t = 0; t < n; ++t) {
+      rope.apply(q_.data() + t * q_dim, config_.n_head, pos0 + t);
+      rope.apply(k_.data() + t * kv_dim, config_.n_head_kv, pos0 + t);
+      kv.store(pos0 + t, k_.data() + t * kv_dim, v_.data() + t * kv_dim);
+    }
+    attention(pool_, shape, kv, q_.data(), n, pos0, attn_out_.data(), attention_scratch_);
+  }
 
   projected_.resize(size_t(n * n_embd));
   matmul(pool_, w.o, attn_out_.data(), n, projected_.data(), scratch_rows_);
