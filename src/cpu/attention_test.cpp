@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -179,6 +180,42 @@ TEST(Attention, Avx512KernelsEqualAvx2ToTheBit) {
         }
         ASSERT_EQ(out[0], out[1]) << n_heads << " heads, dim " << head_dim << ", " << n_pos;
       }
+}
+
+// Decode of small models computes each KV head's group inside one task (model/transformer.cpp):
+// the same bits as attention() over the pool, with groups larger than the kernels take.
+TEST(Attention, HeadsHereEqualAttentionToTheBit) {
+  for (const Case c : {Case{6, 2, 64, 40, 12, 1}, Case{32, 4, 128, 70, 66, 1}}) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    const int64_t kv_dim = c.n_head_kv * c.head_dim, q_dim = c.n_head * c.head_dim;
+    const int64_t capacity = LayerKvView::capacity_for(c.n_ctx);
+    std::vector<float> keys(static_cast<size_t>(kv_dim * capacity)), values(keys.size()),
+        k(static_cast<size_t>(kv_dim)), v(k.size()), q(static_cast<size_t>(q_dim));
+    const LayerKvView kv{keys.data(), values.data(), c.n_ctx, capacity, c.n_head_kv, c.head_dim};
+    for (int64_t j = 0; j <= c.pos0; ++j) {
+      for (auto* x : {&k, &v})
+        for (float& value : *x) value = normal(rng);
+      if (j < c.pos0) {
+        kv.store(j, k.data(), v.data());
+      } else {
+        for (int64_t h = 0; h < c.n_head_kv; ++h)
+          kv.store_head(j, h, k.data() + h * c.head_dim, v.data() + h * c.head_dim);
+      }
+    }
+    for (float& value : q) value = normal(rng);
+    const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim,
+                               1.0f / std::sqrt(float(c.head_dim))};
+    ThreadPool pool(2);
+    AttentionScratch scratch;
+    std::vector<float> by_pool(q.size()), here(q.size());
+    attention(pool, shape, kv, q.data(), 1, c.pos0, by_pool.data(), scratch);
+    for (int64_t h = 0; h < c.n_head_kv; ++h)
+      attention_heads_here(shape, kv, q.data(), c.pos0, h, here.data(),
+                           scratch.scores[0].data());
+    EXPECT_EQ(0, std::memcmp(by_pool.data(), here.data(), q.size() * sizeof(float)))
+        << c.n_head << "/" << c.n_head_kv << " heads";
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // run_matmuls on grouped Q4_0 rows (quant/q4_0_groups.h): a token's outputs have the same bits
 // however many tokens a call computes, and a matrix still in the file's layout with
 // group_before_use is grouped in place by the call (each tile its rows, or a pass first when
-// several token tiles share them) and gives the grouped matrix's results.
+// several token tiles share them) and gives the grouped matrix's results. run_matmul_here (one
+// job on the calling thread) gives run_matmuls' bits, for plain and grouped rows.
 #include "cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -81,6 +82,30 @@ TEST(GroupedMatmul, GroupsBeforeUseInPlace) {
         << n_tokens << " tokens";
     EXPECT_EQ(p.file_layout, p.grouped) << n_tokens << " tokens";
   }
+}
+
+// A whole matrix, or rows of it (a KV head's group), computed by one thread inside a task.
+TEST(Matmul, HereEqualsThePoolsTasksToTheBit) {
+  const Problem p = make_problem(100);
+  ThreadPool pool(3);
+  std::vector<Matrix> matrices = {{QuantType::kQ4_0, p.file_layout.data(), kIn, kOut}};
+  if (avx512_vnni()) matrices.push_back({QuantType::kQ4_0, p.grouped.data(), kIn, kOut, true});
+  for (const Matrix& full : matrices)
+    for (int64_t n_tokens : {1, 5, 100}) {
+      ConvertedRows x;
+      reshape_rows(x, quant_traits(full.type).vec_dot_type, n_tokens, kIn);
+      convert_rows(pool, p.x.data(), kIn, 0, n_tokens, x);
+      for (auto [first, count] : {std::pair<int64_t, int64_t>{0, kOut}, {32, 16}}) {
+        const Matrix w{full.type, full.row(first), kIn, count, full.grouped_rows};
+        std::vector<float> by_pool(size_t(n_tokens * count)), here(by_pool.size());
+        const MatmulJob pool_job{&w, &x, 0, n_tokens, by_pool.data(), count};
+        run_matmuls(pool, {&pool_job, 1});
+        run_matmul_here({&w, &x, 0, n_tokens, here.data(), count});
+        EXPECT_TRUE(same_bits(by_pool, here))
+            << (full.grouped_rows ? "grouped" : "plain") << ", " << n_tokens << " tokens, rows "
+            << first << "+" << count;
+      }
+    }
 }
 
 }  // namespace
