@@ -426,13 +426,13 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
     return {&down[i], &activations_, first, expert_rows_[e], down_out_.data() + first * n_embd,
             n_embd};
   };
-  // SiLU(gate) * up of expert i's rows, converted for the down projection.
+  // SiLU(gate) * up of expert i's rows, in place of gate's, which the down projection reads
+  // once converted.
   auto activate = [&](size_t i) {
     const size_t e = size_t(batch[i].expert);
     const int64_t first = expert_offsets_[e], rows = expert_rows_[e];
     silu_mul(gate_out_.data() + first * n_ff, up_out_.data() + first * n_ff, rows * n_ff,
              gate_out_.data() + first * n_ff);
-    convert_rows_here(gate_out_.data(), n_ff, first, rows, activations_);
   };
 
   if (whole_experts) {
@@ -440,6 +440,9 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
       run_matmul_here(gate_job(size_t(i)));
       run_matmul_here(up_job(size_t(i)));
       activate(size_t(i));
+      const size_t e = size_t(batch[size_t(i)].expert);
+      convert_rows_here(gate_out_.data(), n_ff, expert_offsets_[e], expert_rows_[e],
+                        activations_);
       run_matmul_here(down_job(size_t(i)));
     });
     return Status();
@@ -453,6 +456,8 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
   jobs.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
     activate(i);
+    const size_t e = size_t(batch[i].expert);
+    convert_rows(pool_, gate_out_.data(), n_ff, expert_offsets_[e], expert_rows_[e], activations_);
     jobs.push_back(down_job(i));
   }
   run_matmuls(pool_, jobs);
