@@ -89,5 +89,27 @@ TEST(Cli, PeakMemoryStaysWithinTheBudget) {
   }
 }
 
+// --stats splits every step's time into waiting for experts and the rest (compute), and sums
+// the decode's compute time.
+TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
+  const fs::path stats = scratch() / "split-stats.json";
+  const auto outcome = strata("run -m " + kModel + " -p 'def fibonacci(n):' -n 16 --temp 0 " +
+                              "--arena 25% --stats " + stats.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  std::ifstream in(stats);
+  const auto json = nlohmann::json::parse(in);
+  double decode_compute_ms = 0;
+  for (const auto& step : json.at("steps")) {
+    const double ms = step.at("ms").get<double>(), compute = step.at("compute_ms").get<double>();
+    const double wait = step.at("experts").at("host_wait_ms").get<double>();
+    EXPECT_GE(compute, 0.0);
+    EXPECT_NEAR(compute + wait, ms, 1e-6 * ms);
+    if (step.at("phase") == "decode") decode_compute_ms += compute;
+  }
+  EXPECT_NEAR(json.at("decode_compute_ms").get<double>(), decode_compute_ms,
+              1e-6 * decode_compute_ms);
+  EXPECT_GT(decode_compute_ms, 0.0);
+}
+
 }  // namespace
 }  // namespace strata

@@ -360,6 +360,12 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
            {"decode_tokens_per_s", summary_json(decode)},
            {"decode_ms_per_token",
             summary_json(summarize_runs(runs, [](const Run& r) { return r.decode_ms_per_token; }))},
+           {"decode_compute_ms_per_token",
+            summary_json(summarize_runs(runs,
+                                        [&](const Run& r) {
+                                          return r.decode_ms_per_token -
+                                                 per_token(r, r.decode.host_wait_ms);
+                                        }))},
            {"decode_hit_rate", summary_json(hits)},
            {"decode_bytes_read_per_token", summary_json(read)},
            {"decode_missed_bytes_per_token", summary_json(missed)},

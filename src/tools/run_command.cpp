@@ -43,6 +43,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
     steps.push_back({{"phase", step.prefill ? "prefill" : "decode"},
                      {"tokens", step.tokens},
                      {"ms", step.ms},
+                     {"compute_ms", step.ms - step.experts.host_wait_ms},
                      {"experts", counters_json(step.experts)}});
   const nlohmann::json json = {
       {"model", session.describe()},
@@ -52,6 +53,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
       {"prefill_tokens_per_s", stats.prefill_tokens_per_s()},
       {"decode_tokens", stats.decode_tokens},
       {"decode_ms", stats.decode_ms},
+      {"decode_compute_ms", stats.decode_ms - stats.decode_experts().host_wait_ms},
       {"decode_tokens_per_s", stats.decode_tokens_per_s()},
       {"experts", counters_json(stats.experts)},
       {"peak_rss_bytes", Session::peak_rss_bytes()},
@@ -92,13 +94,14 @@ int run(RunFlags flags) {
     const ExpertCounters& e = stats.experts;
     std::fprintf(stderr,
                  "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "
-                 "%.1f MB read, %.1f ms waiting, disk reading %.0f %% of the time; peak RSS %.1f "
-                 "MiB\n",
+                 "%.1f MB read, %.1f ms waiting and %.1f computing, disk reading %.0f %% of the "
+                 "time; peak RSS %.1f MiB\n",
                  100 * e.hit_rate(), static_cast<unsigned long long>(e.hits),
                  static_cast<unsigned long long>(e.readahead_hits),
                  static_cast<unsigned long long>(e.late_readaheads),
                  static_cast<unsigned long long>(e.misses), double(e.bytes_read) / 1e6,
-                 e.host_wait_ms, 100 * e.disk_active_ms / (stats.prefill_ms + stats.decode_ms),
+                 e.host_wait_ms, stats.prefill_ms + stats.decode_ms - e.host_wait_ms,
+                 100 * e.disk_active_ms / (stats.prefill_ms + stats.decode_ms),
                  double(Session::peak_rss_bytes()) / 1048576);
   }
   if (!flags.stats_path.empty()) {
