@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 
@@ -109,6 +110,25 @@ TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
   EXPECT_NEAR(json.at("decode_compute_ms").get<double>(), decode_compute_ms,
               1e-6 * decode_compute_ms);
   EXPECT_GT(decode_compute_ms, 0.0);
+}
+
+// bench writes its JSON record and a chart of decode against its bound, one bar group per
+// variant and prompt length.
+TEST(Cli, BenchWritesRecordAndChart) {
+  const fs::path json_path = scratch() / "bench.json", svg_path = scratch() / "bench.svg";
+  const auto outcome = strata("bench -m " + kModel + " --prompt-tokens 16 -n 4 -r 3 -o " +
+                              json_path.string() + " --plot " + svg_path.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  std::ifstream json_in(json_path);
+  const auto json = nlohmann::json::parse(json_in);
+  ASSERT_EQ(json.at("results").size(), 1u);
+  const double share = json.at("results")[0].at("decode_fraction_of_bound").at("median");
+  EXPECT_GT(share, 0.0);
+  std::ifstream svg_in(svg_path);
+  const std::string svg{std::istreambuf_iterator<char>(svg_in), {}};
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find(">none / 16<"), std::string::npos);
+  EXPECT_NE(svg.find("decode ÷ bound"), std::string::npos);
 }
 
 }  // namespace

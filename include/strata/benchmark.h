@@ -35,6 +35,9 @@ struct BenchmarkOptions {
 struct BenchmarkReport {
   std::string json;      // the full record
   std::string markdown;  // a table of medians and ranges
+  // An SVG bar chart per variant and prompt length: decode as a share of its bound (median,
+  // min-max whiskers) and, for streaming variants, the share of the decode the disk was busy.
+  std::string svg;
 };
 
 // `progress` receives a line per measurement.

@@ -16,6 +16,7 @@
 #include <limits>
 #include <thread>
 
+#include "base/svg_chart.h"
 #include "cpu/memory_bandwidth.h"
 #include "experts/disk_bandwidth.h"
 #include "runtime/byte_size.h"
@@ -301,6 +302,19 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       "MB read / token | wait ms / token | disk busy | bound tok/s | of bound |\n"
       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
+  const bool one_model = options.model_paths.size() == 1;
+  BarChart chart{.title = (one_model ? std::filesystem::path(options.model_paths[0]).stem().string() +
+                                           ": decode"
+                                     : std::string("Decode")) +
+                          " against its bound (" + std::to_string(options.repetitions) +
+                          " runs: median, min-max)",
+                 .x_label = one_model ? "memory / prompt tokens" : "model, memory / prompt tokens",
+                 .y_label = "share",
+                 .y_suffix = " %",
+                 .categories = {},
+                 .y_min = 0,
+                 .y_max = std::nullopt,
+                 .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (Variant& v : variants) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(v.path));
     if (!v.session) {
@@ -388,6 +402,17 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
            {"bound_tokens_per_s", summary_json(bound_summary)},
            {"bound_kind", disk_bounded ? "disk" : "memory"},
            {"decode_fraction_of_bound", summary_json(fraction)}});
+      chart.categories.push_back(
+          fmt::format("{}{} / {}", one_model ? "" : std::filesystem::path(v.path).stem().string() + " ",
+                      v.budget_text, options.prompt_lengths[p]));
+      BarSeries& share = chart.series[0];
+      share.values.push_back(100 * fraction.median);
+      share.lo.push_back(100 * fraction.min);
+      share.hi.push_back(100 * fraction.max);
+      BarSeries& busy = chart.series[1];
+      busy.values.push_back(100 * disk_busy.median);
+      busy.lo.push_back(100 * disk_busy.min);
+      busy.hi.push_back(100 * disk_busy.max);
       markdown += fmt::format(
           "| {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
           "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {:.0f} % ({:.0f}-{:.0f}) |\n",
@@ -402,7 +427,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
   record["results"] = results;
   record["peak_rss_bytes"] = Session::peak_rss_bytes();
   record["finished"] = now_utc();
-  return BenchmarkReport{record.dump(2) + "\n", markdown};
+  return BenchmarkReport{record.dump(2) + "\n", markdown, render_bar_chart_svg(chart)};
 }
 
 }  // namespace strata

@@ -1,5 +1,5 @@
 // strata bench -m MODEL [-m MODEL ...]: prefill and decode speed, n runs interleaved, JSON
-// with provenance to --out and a Markdown table to stdout.
+// with provenance to --out, a bar chart to --plot and a Markdown table to stdout.
 #include <strata/benchmark.h>
 
 #include <cstdio>
@@ -14,6 +14,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand("bench", "speed suite with provenance (JSON)");
   auto options = std::make_shared<BenchmarkOptions>();
   auto out = std::make_shared<std::string>();
+  auto plot = std::make_shared<std::string>();
   auto readahead_budget = std::make_shared<std::string>();
   command->add_option("-m,--model", options->model_paths, "model(s); several are run interleaved")
       ->required();
@@ -29,8 +30,10 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_streaming_flags(command, options->session, *readahead_budget);
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
   command->add_option("-o,--out", *out, "write the JSON record here");
-  command->callback([&action, options, out, readahead_budget] {
-    action = [options, out, readahead_budget] {
+  command->add_option("--plot", *plot,
+                      "write an SVG chart here: decode as a share of its bound, and disk busy");
+  command->callback([&action, options, out, plot, readahead_budget] {
+    action = [options, out, plot, readahead_budget] {
       options->command_line = command_line();
       if (!readahead_budget->empty()) {
         const auto budget = parse_readahead_budget(*readahead_budget);
@@ -40,10 +43,11 @@ void add_bench_command(CLI::App& app, Action& action) {
       const auto report = run_benchmark(
           *options, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
       if (!report.ok()) return report_failure(report.status());
-      if (!out->empty()) {
-        const auto& json = report.value().json;
+      for (const auto& [path, text] : {std::pair{*out, &report.value().json},
+                                       std::pair{*plot, &report.value().svg}}) {
+        if (path.empty()) continue;
         const Status written = write_file_atomically(
-            *out, {reinterpret_cast<const uint8_t*>(json.data()), json.size()});
+            path, {reinterpret_cast<const uint8_t*>(text->data()), text->size()});
         if (!written.ok()) return report_failure(written);
       }
       std::fputs(report.value().markdown.c_str(), stdout);
