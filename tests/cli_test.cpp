@@ -51,6 +51,9 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"run -m " + kModel + " -p hi --io-depth -1",
        "--io-depth: must be a whole number, 0 or more (got '-1')"},
       {"bench -m " + kModel + " --io-threads 0", "--io-threads: must be a whole number, 1 or more"},
+      {"bench -m " + kModel + " -r 2", "--repetitions must be at least 3 (got 2)"},
+      {"bench -m " + kModel + " --plot /nonexistent/dir/chart.svg",
+       "/nonexistent/dir: no such directory"},
       {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
   };
   for (const auto& [arguments, expected] : cases) {

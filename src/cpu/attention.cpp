@@ -133,7 +133,8 @@ void attention(ThreadPool& pool, const AttentionShape& shape, const LayerKvView&
     const int64_t h0 = chunks.first_head(kv_head, chunk);
     const int64_t token_floats = shape.n_head * shape.head_dim;
     attend(kernels, shape, kv, q + t * token_floats, pos0 + t + 1, kv_head, h0,
-           chunks.heads(kv_head, h0), out + t * token_floats, scratch.scores[size_t(thread)].data());
+           chunks.heads(kv_head, h0), out + t * token_floats,
+           scratch.scores[size_t(thread)].data());
   });
 }
 

@@ -211,8 +211,7 @@ TEST(Attention, HeadsHereEqualAttentionToTheBit) {
     std::vector<float> by_pool(q.size()), here(q.size());
     attention(pool, shape, kv, q.data(), 1, c.pos0, by_pool.data(), scratch);
     for (int64_t h = 0; h < c.n_head_kv; ++h)
-      attention_heads_here(shape, kv, q.data(), c.pos0, h, here.data(),
-                           scratch.scores[0].data());
+      attention_heads_here(shape, kv, q.data(), c.pos0, h, here.data(), scratch.scores[0].data());
     EXPECT_EQ(0, std::memcmp(by_pool.data(), here.data(), q.size() * sizeof(float)))
         << c.n_head << "/" << c.n_head_kv << " heads";
   }

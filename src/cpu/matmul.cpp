@@ -125,9 +125,8 @@ void convert_rows_here(const float* x, int64_t x_stride, int64_t first, int64_t 
 void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
                   ConvertedRows& out) {
   if (count < 4) return convert_rows_here(x, x_stride, first, count, out);
-  pool.parallel_for(count, [&](int64_t r, int) {
-    convert_rows_here(x, x_stride, first + r, 1, out);
-  });
+  pool.parallel_for(count,
+                    [&](int64_t r, int) { convert_rows_here(x, x_stride, first + r, 1, out); });
 }
 
 void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {

@@ -184,7 +184,8 @@ void Transformer::attention_block(int layer, int64_t n, int64_t pos0, KvCache& c
     pool_.parallel_for(config_.n_head_kv, [&](int64_t g, int thread) {
       const int64_t q_first = g * group * head_dim, kv_first = g * head_dim;
       const Matrix wq = group_rows(w.q, q_first, group * head_dim),
-                   wk = group_rows(w.k, kv_first, head_dim), wv = group_rows(w.v, kv_first, head_dim);
+                   wk = group_rows(w.k, kv_first, head_dim),
+                   wv = group_rows(w.v, kv_first, head_dim);
       float *q = q_.data() + q_first, *k = k_.data() + kv_first, *v = v_.data() + kv_first;
       run_matmul_here({&wq, &xq, 0, 1, q, q_dim});
       run_matmul_here({&wk, &xk, 0, 1, k, kv_dim});
@@ -441,8 +442,7 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
       run_matmul_here(up_job(size_t(i)));
       activate(size_t(i));
       const size_t e = size_t(batch[size_t(i)].expert);
-      convert_rows_here(gate_out_.data(), n_ff, expert_offsets_[e], expert_rows_[e],
-                        activations_);
+      convert_rows_here(gate_out_.data(), n_ff, expert_offsets_[e], expert_rows_[e], activations_);
       run_matmul_here(down_job(size_t(i)));
     });
     return Status();

@@ -206,7 +206,9 @@ Summary summarize_runs(const std::vector<Run>& runs, F value) {
 Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                                       const std::function<void(const std::string&)>& progress) {
   if (options.model_paths.empty()) return Status::error("bench: give at least one model");
-  if (options.repetitions < 1) return Status::error("bench: --repetitions must be at least 1");
+  // A median of fewer than three runs is one run, or the mean of two.
+  if (options.repetitions < 3)
+    return Status::errorf("bench: --repetitions must be at least 3 (got {})", options.repetitions);
   std::string text = kDefaultPrompt;
   if (!options.prompt_file.empty()) {
     std::ifstream in(options.prompt_file, std::ios::binary);
@@ -303,18 +305,18 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
   const bool one_model = options.model_paths.size() == 1;
-  BarChart chart{.title = (one_model ? std::filesystem::path(options.model_paths[0]).stem().string() +
-                                           ": decode"
-                                     : std::string("Decode")) +
-                          " against its bound (" + std::to_string(options.repetitions) +
-                          " runs: median, min-max)",
-                 .x_label = one_model ? "memory / prompt tokens" : "model, memory / prompt tokens",
-                 .y_label = "share",
-                 .y_suffix = " %",
-                 .categories = {},
-                 .y_min = 0,
-                 .y_max = std::nullopt,
-                 .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
+  BarChart chart{
+      .title =
+          (one_model ? std::filesystem::path(options.model_paths[0]).stem().string() + ": decode"
+                     : std::string("Decode")) +
+          " against its bound (" + std::to_string(options.repetitions) + " runs: median, min-max)",
+      .x_label = one_model ? "memory / prompt tokens" : "model, memory / prompt tokens",
+      .y_label = "share",
+      .y_suffix = " %",
+      .categories = {},
+      .y_min = 0,
+      .y_max = std::nullopt,
+      .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (Variant& v : variants) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(v.path));
     if (!v.session) {
@@ -402,9 +404,9 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
            {"bound_tokens_per_s", summary_json(bound_summary)},
            {"bound_kind", disk_bounded ? "disk" : "memory"},
            {"decode_fraction_of_bound", summary_json(fraction)}});
-      chart.categories.push_back(
-          fmt::format("{}{} / {}", one_model ? "" : std::filesystem::path(v.path).stem().string() + " ",
-                      v.budget_text, options.prompt_lengths[p]));
+      chart.categories.push_back(fmt::format(
+          "{}{} / {}", one_model ? "" : std::filesystem::path(v.path).stem().string() + " ",
+          v.budget_text, options.prompt_lengths[p]));
       BarSeries& share = chart.series[0];
       share.values.push_back(100 * fraction.median);
       share.lo.push_back(100 * fraction.min);

@@ -3,6 +3,7 @@
 #include <strata/benchmark.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "base/atomic_file.h"
 #include "tools/command.h"
@@ -35,6 +36,12 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->callback([&action, options, out, plot, readahead_budget] {
     action = [options, out, plot, readahead_budget] {
       options->command_line = command_line();
+      // A bench takes minutes: an output that cannot be written is refused before it starts.
+      for (const std::string* path : {out.get(), plot.get()}) {
+        const std::filesystem::path parent = std::filesystem::path(*path).parent_path();
+        if (!path->empty() && !parent.empty() && !std::filesystem::is_directory(parent))
+          return report_failure(Status::errorf("{}: no such directory", parent.string()));
+      }
       if (!readahead_budget->empty()) {
         const auto budget = parse_readahead_budget(*readahead_budget);
         if (!budget.ok()) return report_failure(budget.status());
@@ -43,8 +50,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       const auto report = run_benchmark(
           *options, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
       if (!report.ok()) return report_failure(report.status());
-      for (const auto& [path, text] : {std::pair{*out, &report.value().json},
-                                       std::pair{*plot, &report.value().svg}}) {
+      for (const auto& [path, text] :
+           {std::pair{*out, &report.value().json}, std::pair{*plot, &report.value().svg}}) {
         if (path.empty()) continue;
         const Status written = write_file_atomically(
             path, {reinterpret_cast<const uint8_t*>(text->data()), text->size()});
