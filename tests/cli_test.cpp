@@ -54,6 +54,8 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"bench -m " + kModel + " -r 2", "--repetitions must be at least 3 (got 2)"},
       {"bench -m " + kModel + " --plot /nonexistent/dir/chart.svg",
        "/nonexistent/dir: no such directory"},
+      {"trace -m " + kModel + " -p hi -o /nonexistent/dir/x.trace",
+       "--out: /nonexistent/dir: no such directory"},
       {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
   };
   for (const auto& [arguments, expected] : cases) {

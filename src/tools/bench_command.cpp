@@ -3,9 +3,9 @@
 #include <strata/benchmark.h>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "base/atomic_file.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
 
@@ -30,18 +30,15 @@ void add_bench_command(CLI::App& app, Action& action) {
                     "fresh session and dropped page cache before every run (root)");
   add_streaming_flags(command, options->session, *readahead_budget);
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
-  command->add_option("-o,--out", *out, "write the JSON record here");
-  command->add_option("--plot", *plot,
-                      "write an SVG chart here: decode as a share of its bound, and disk busy");
+  command->add_option("-o,--out", *out, "write the JSON record here")
+      ->check(in_existing_directory());
+  command
+      ->add_option("--plot", *plot,
+                   "write an SVG chart here: decode as a share of its bound, and disk busy")
+      ->check(in_existing_directory());
   command->callback([&action, options, out, plot, readahead_budget] {
     action = [options, out, plot, readahead_budget] {
       options->command_line = command_line();
-      // A bench takes minutes: an output that cannot be written is refused before it starts.
-      for (const std::string* path : {out.get(), plot.get()}) {
-        const std::filesystem::path parent = std::filesystem::path(*path).parent_path();
-        if (!path->empty() && !parent.empty() && !std::filesystem::is_directory(parent))
-          return report_failure(Status::errorf("{}: no such directory", parent.string()));
-      }
       if (!readahead_budget->empty()) {
         const auto budget = parse_readahead_budget(*readahead_budget);
         if (!budget.ok()) return report_failure(budget.status());

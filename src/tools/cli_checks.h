@@ -1,10 +1,11 @@
-// Checks for integer flags. CLI11's NonNegativeNumber and PositiveNumber report a bad value
-// against an upper bound printed as a 309-digit double; these say what is wanted.
+// Checks for flags. CLI11's NonNegativeNumber and PositiveNumber report a bad value against an
+// upper bound printed as a 309-digit double; these say what is wanted.
 #pragma once
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 
 namespace strata::tools {
@@ -20,6 +21,18 @@ inline CLI::Validator at_least(long long minimum) {
         return std::string();
       },
       fmt::format("INT>={}", minimum));
+}
+
+// A file to write after a long run (a bench, an evaluation, a trace): its directory must exist,
+// checked before the run starts rather than when its result is ready to be written.
+inline CLI::Validator in_existing_directory() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+        if (parent.empty() || std::filesystem::is_directory(parent)) return std::string();
+        return fmt::format("{}: no such directory", parent.string());
+      },
+      "FILE");
 }
 
 }  // namespace strata::tools

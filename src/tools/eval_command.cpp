@@ -26,6 +26,7 @@
 #include "eval/run_table.h"
 #include "eval/scoring.h"
 #include "eval/suite.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
 
@@ -209,9 +210,12 @@ void add_table(CLI::App* eval_app, Action& action) {
 }
 
 void add_output_flags(CLI::App* command, Outputs& outputs) {
-  command->add_option("-o,--out", outputs.json_path, "JSON record with provenance");
-  command->add_option("--md", outputs.markdown_path, "Markdown table (also printed)");
-  command->add_option("--plot", outputs.plot_path, "SVG plot of mean KLD per domain");
+  command->add_option("-o,--out", outputs.json_path, "JSON record with provenance")
+      ->check(in_existing_directory());
+  command->add_option("--md", outputs.markdown_path, "Markdown table (also printed)")
+      ->check(in_existing_directory());
+  command->add_option("--plot", outputs.plot_path, "SVG plot of mean KLD per domain")
+      ->check(in_existing_directory());
 }
 
 void add_bootstrap_flags(CLI::App* command, eval::BootstrapOptions& bootstrap) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "base/atomic_file.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
 
@@ -62,7 +63,9 @@ void add_logits_command(CLI::App& app, Action& action) {
   auto out = std::make_shared<std::string>();
   add_session_flags(command, *options);
   command->add_option("--tokens", *tokens, "JSON array of token ids")->required();
-  command->add_option("--out", *out, "output file: float32 [n_tokens][n_vocab]")->required();
+  command->add_option("--out", *out, "output file: float32 [n_tokens][n_vocab]")
+      ->required()
+      ->check(in_existing_directory());
   command->callback([&action, options, tokens, out] {
     action = [options, tokens, out] { return run_logits(*options, *tokens, *out); };
   });

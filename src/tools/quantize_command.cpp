@@ -11,6 +11,7 @@
 
 #include "base/progress.h"
 #include "model/requantize.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 
 namespace strata::tools {
@@ -66,7 +67,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
                    "format of the routed experts: f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, "
                    "iq4_nl, and for rows that are multiples of 256 iq4_xs, q6_k..q2_k")
       ->required();
-  command->add_option("-o,--output", flags->output_path, "output GGUF file")->required();
+  command->add_option("-o,--output", flags->output_path, "output GGUF file")
+      ->required()
+      ->check(in_existing_directory());
   command->add_flag("--force", flags->force, "replace an existing output (never the input)");
   command->add_option("-t,--threads", flags->n_threads, "threads (default: one per core)");
   command->callback([&action, flags] { action = [flags] { return quantize(*flags); }; });

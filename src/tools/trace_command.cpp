@@ -17,6 +17,7 @@
 
 #include "base/atomic_file.h"
 #include "experts/expert_trace.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
 
@@ -118,7 +119,9 @@ void add_trace_command(CLI::App& app, Action& action) {
   file->excludes(forced);
   command->add_option("--limit", flags->limit, "feed at most this many tokens of the text")
       ->check(at_least(0));
-  command->add_option("-o,--out", flags->out_path, "trace file to write")->required();
+  command->add_option("-o,--out", flags->out_path, "trace file to write")
+      ->required()
+      ->check(in_existing_directory());
   command->callback([&action, flags, prompt, file, forced] {
     action = [flags, prompt, file, forced] {
       if (prompt->count() + file->count() + forced->count() == 0)
