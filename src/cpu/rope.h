@@ -13,8 +13,16 @@ class RopeNeox {
   static constexpr int64_t kMaxHeadDim = 1024;
   RopeNeox(int64_t head_dim, float freq_base);
 
-  // Rotates n_heads consecutive vectors of head_dim floats, all at position `pos`, in place.
-  void apply(float* heads, int64_t n_heads, int64_t pos) const;
+  // The rotation angles of one position, computed once for all the heads (q and k) rotated
+  // there.
+  struct Angles {
+    float cos[kMaxHeadDim / 2];
+    float sin[kMaxHeadDim / 2];
+  };
+  Angles angles(int64_t pos) const;
+
+  // Rotates n_heads consecutive vectors of head_dim floats by one position's angles, in place.
+  void apply(float* heads, int64_t n_heads, const Angles& angles) const;
 
  private:
   int64_t head_dim_;

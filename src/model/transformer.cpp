@@ -181,6 +181,7 @@ void Transformer::attention_block(int layer, int64_t n, int64_t pos0, KvCache& c
                              !(w.q.grouped_rows || w.k.grouped_rows || w.v.grouped_rows));
   if (whole_groups) {
     attention_scratch_.prepare(pool_.size(), kv.capacity);
+    const RopeNeox::Angles angles = rope.angles(pos0);
     pool_.parallel_for(config_.n_head_kv, [&](int64_t g, int thread) {
       const int64_t q_first = g * group * head_dim, kv_first = g * head_dim;
       const Matrix wq = group_rows(w.q, q_first, group * head_dim),
@@ -195,8 +196,8 @@ void Transformer::attention_block(int layer, int64_t n, int64_t pos0, KvCache& c
       add_bias(v, 1, w.v_bias, kv_first, head_dim);
       norm_heads(q, group, head_dim, w.q_norm, config_.rms_eps);
       norm_heads(k, 1, head_dim, w.k_norm, config_.rms_eps);
-      rope.apply(q, group, pos0);
-      rope.apply(k, 1, pos0);
+      rope.apply(q, group, angles);
+      rope.apply(k, 1, angles);
       kv.store_head(pos0, g, k, v);
       attention_heads_here(shape, kv, q_.data(), pos0, g, attn_out_.data(),
                            attention_scratch_.scores[size_t(thread)].data());
@@ -212,8 +213,9 @@ void Transformer::attention_block(int layer, int64_t n, int64_t pos0, KvCache& c
     norm_heads(q_.data(), n * config_.n_head, head_dim, w.q_norm, config_.rms_eps);
     norm_heads(k_.data(), n * config_.n_head_kv, head_dim, w.k_norm, config_.rms_eps);
     for (int64_t t = 0; t < n; ++t) {
-      rope.apply(q_.data() + t * q_dim, config_.n_head, pos0 + t);
-      rope.apply(k_.data() + t * kv_dim, config_.n_head_kv, pos0 + t);
+      const RopeNeox::Angles angles = rope.angles(pos0 + t);
+      rope.apply(q_.data() + t * q_dim, config_.n_head, angles);
+      rope.apply(k_.data() + t * kv_dim, config_.n_head_kv, angles);
       kv.store(pos0 + t, k_.data() + t * kv_dim, v_.data() + t * kv_dim);
     }
     attention(pool_, shape, kv, q_.data(), n, pos0, attn_out_.data(), attention_scratch_);
