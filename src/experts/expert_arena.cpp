@@ -26,20 +26,25 @@ const ExpertTensorLayout& slice_of(const LayerExpertLayout& layer, int slice) {
 
 std::vector<ExpertArena::SizeClass> ExpertArena::plan_classes(const ExpertLayout& layout,
                                                               size_t alignment) {
-  std::map<std::array<size_t, 3>, size_t> index;
+  std::map<std::pair<std::array<size_t, 3>, size_t>, size_t> index;
   std::vector<SizeClass> classes;
   for (int layer = 0; layer < layout.n_layer(); ++layer) {
     const auto& l = layout.layers[size_t(layer)];
     const std::array<size_t, 3> bytes = {l.gate.expert_bytes, l.up.expert_bytes,
                                          l.down.expert_bytes};
-    auto [it, inserted] = index.emplace(bytes, classes.size());
+    const size_t span = l.contiguous_unit_span(alignment);
+    auto [it, inserted] = index.emplace(std::pair(bytes, span), classes.size());
     if (inserted) {
       SizeClass c;
       c.slice_bytes = bytes;
-      // A slice can start anywhere in an alignment unit: one extra unit covers the shift.
-      for (int s = 0; s < 3; ++s)
-        c.region_bytes[size_t(s)] = round_up(bytes[size_t(s)], alignment) + alignment;
-      c.slot_bytes = c.region_bytes[0] + c.region_bytes[1] + c.region_bytes[2];
+      c.unit_span = span;
+      // A read can start anywhere in an alignment unit: one extra unit covers the shift.
+      if (span > 0) {
+        c.region_bytes = {round_up(span, alignment) + alignment};
+      } else {
+        for (size_t slice : bytes) c.region_bytes.push_back(round_up(slice, alignment) + alignment);
+      }
+      for (size_t region : c.region_bytes) c.slot_bytes += region;
       classes.push_back(c);
     }
     classes[it->second].layers.push_back(layer);
@@ -91,9 +96,9 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
     const size_t bytes = c.slot_bytes * size_t(c.n_slots);
     HugePageMemory memory = allocate_on_huge_pages(bytes, alignment);
     if (!memory) return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
-    // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
-    // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
-    // would show up in RSS only as it fills.
+      // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
+      // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
+      // would show up in RSS only as it fills.
 #ifdef MADV_POPULATE_WRITE
     if (::madvise(memory.get(), bytes, MADV_POPULATE_WRITE) != 0)
 #endif
@@ -120,30 +125,42 @@ ExpertUnit ExpertArena::unit_in_slot(int layer, int32_t expert, int slot) const 
   const int size_class = class_of_layer(layer);
   const SizeClass& c = classes_[size_t(size_class)];
   uint8_t* region = slot_memory(size_class, slot);
+  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
   std::array<const uint8_t*, 3> slices;
-  for (int s = 0; s < 3; ++s) {
-    const ExpertTensorLayout& t = slice_of(layout_.layers[size_t(layer)], s);
-    const uint64_t offset = t.file_offset + uint64_t(expert) * t.expert_bytes;
-    slices[size_t(s)] = region + offset % alignment_;
-    region += c.region_bytes[size_t(s)];
+  if (c.unit_span > 0) {
+    const uint64_t unit_offset = l.gate.file_offsets[size_t(expert)];
+    for (int s = 0; s < 3; ++s)
+      slices[size_t(s)] = region + unit_offset % alignment_ +
+                          (slice_of(l, s).file_offsets[size_t(expert)] - unit_offset);
+  } else {
+    for (int s = 0; s < 3; ++s) {
+      slices[size_t(s)] = region + slice_of(l, s).file_offsets[size_t(expert)] % alignment_;
+      region += c.region_bytes[size_t(s)];
+    }
   }
   return ExpertUnit{slices[0], slices[1], slices[2]};
 }
 
-std::array<ReadRange, 3> ExpertArena::reads_for(int layer, int32_t expert, int slot,
-                                                uint64_t file_size) const {
+ExpertArena::UnitReads ExpertArena::reads_for(int layer, int32_t expert, int slot,
+                                              uint64_t file_size) const {
   const int size_class = class_of_layer(layer);
   const SizeClass& c = classes_[size_t(size_class)];
   uint8_t* region = slot_memory(size_class, slot);
-  std::array<ReadRange, 3> reads;
-  for (int s = 0; s < 3; ++s) {
-    const ExpertTensorLayout& t = slice_of(layout_.layers[size_t(layer)], s);
-    const uint64_t offset = t.file_offset + uint64_t(expert) * t.expert_bytes;
+  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
+  UnitReads reads;
+  auto add = [&](uint64_t offset, uint64_t length) {
     const uint64_t begin = offset / alignment_ * alignment_;
-    const uint64_t end = std::min<uint64_t>(round_up(offset + t.expert_bytes, alignment_),
-                                            round_up(file_size, alignment_));
-    reads[size_t(s)] = ReadRange{region, begin, size_t(end - begin)};
-    region += c.region_bytes[size_t(s)];
+    const uint64_t end =
+        std::min<uint64_t>(round_up(offset + length, alignment_), round_up(file_size, alignment_));
+    reads.storage[reads.count] = ReadRange{region, begin, size_t(end - begin)};
+    region += c.region_bytes[reads.count++];
+  };
+  if (c.unit_span > 0) {
+    const uint64_t unit_offset = l.gate.file_offsets[size_t(expert)];
+    add(unit_offset, l.down.file_offsets[size_t(expert)] + l.down.expert_bytes - unit_offset);
+  } else {
+    for (int s = 0; s < 3; ++s)
+      add(slice_of(l, s).file_offsets[size_t(expert)], slice_of(l, s).expert_bytes);
   }
   return reads;
 }

@@ -5,8 +5,9 @@
 //
 // A slot holds each slice in a region widened to the reader's alignment, so O_DIRECT reads
 // land in place with no bounce copy: the slice starts (file offset mod alignment) bytes into
-// its region. The arena only maps units to bytes; which unit occupies which slot, pins and
-// eviction belong to the store (streaming_expert_store.h).
+// its region. Where the file holds each unit of a layer as one range (the unit layout,
+// expert_layout.h), the slot is one region and a unit one read. The arena only maps units to bytes;
+// which unit occupies which slot, pins and eviction belong to the store (streaming_expert_store.h).
 //
 // Thread-safety: immutable after create(); slot memory is written by I/O threads and read by
 // compute threads under the store's protocol.
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/huge_page_memory.h"
@@ -29,8 +31,11 @@ namespace strata {
 class ExpertArena {
  public:
   struct SizeClass {
-    std::array<size_t, 3> slice_bytes{};   // gate, up, down
-    std::array<size_t, 3> region_bytes{};  // each widened for alignment
+    std::array<size_t, 3> slice_bytes{};  // gate, up, down
+    // Units lying in the file as one range of at most this many bytes are read with one
+    // read; 0: three, one per slice (LayerExpertLayout::contiguous_unit_span).
+    size_t unit_span = 0;
+    std::vector<size_t> region_bytes;  // one region per read, widened for alignment
     size_t slot_bytes = 0;
     std::vector<int> layers;
     int n_slots = 0;
@@ -51,10 +56,16 @@ class ExpertArena {
   uint64_t bytes() const { return bytes_; }
   int total_slots() const;
 
+  struct UnitReads {
+    std::array<ReadRange, IoEngine::kMaxRanges> storage;
+    size_t count = 0;
+    std::span<const ReadRange> ranges() const { return {storage.data(), count}; }
+  };
+
   // Where unit (layer, expert) lives in slot `slot` of its layer's class, and the aligned
   // reads that fill it (clipped to the end of a file of `file_size` bytes).
   ExpertUnit unit_in_slot(int layer, int32_t expert, int slot) const;
-  std::array<ReadRange, 3> reads_for(int layer, int32_t expert, int slot, uint64_t file_size) const;
+  UnitReads reads_for(int layer, int32_t expert, int slot, uint64_t file_size) const;
 
  private:
   static std::vector<SizeClass> plan_classes(const ExpertLayout& layout, size_t alignment);

@@ -1,6 +1,21 @@
 #include "experts/expert_layout.h"
 
+#include <algorithm>
+
 namespace strata {
+
+size_t LayerExpertLayout::contiguous_unit_span(size_t alignment) const {
+  size_t widest = 0;
+  for (size_t e = 0; e < gate.file_offsets.size(); ++e) {
+    const uint64_t gate_end = gate.file_offsets[e] + gate.expert_bytes;
+    const uint64_t up_end = up.file_offsets[e] + up.expert_bytes;
+    if (up.file_offsets[e] < gate_end || down.file_offsets[e] < up_end) return 0;
+    const uint64_t span = down.file_offsets[e] + down.expert_bytes - gate.file_offsets[e];
+    if (span - unit_bytes() >= alignment) return 0;
+    widest = std::max(widest, size_t(span));
+  }
+  return widest;
+}
 
 uint64_t ExpertLayout::total_bytes() const {
   uint64_t total = 0;

@@ -1,9 +1,12 @@
 // Where each routed expert's weights are in the model file.
 //
-// GGUF stores the routed experts of a layer as three stacked tensors, ffn_gate_exps and
-// ffn_up_exps [n_expert][n_ff][n_embd] and ffn_down_exps [n_expert][n_embd][n_ff]; expert e's
-// slice of each is one contiguous byte range at offset + e * expert_bytes. An *expert unit* is
-// the three slices of one expert in one layer: the thing the store loads, caches and evicts.
+// An *expert unit* is the three slices (gate, up, down) of one expert in one layer: the thing
+// the store loads, caches and evicts. GGUF files as llama.cpp writes them stack the routed
+// experts of a layer into three tensors, ffn_gate_exps and ffn_up_exps [n_expert][n_ff][n_embd]
+// and ffn_down_exps [n_expert][n_embd][n_ff], so a unit is three byte ranges far apart. Files
+// in the unit layout (`strata repack`, model/unit_layout.h) hold one tensor per expert and
+// slice, blk.N.ffn_{gate,up,down}.E.weight, written unit after unit: a unit is one range, read
+// with one request.
 #pragma once
 
 #include <cstddef>
@@ -16,13 +19,14 @@ namespace strata {
 
 struct ExpertTensorLayout {
   QuantType type = QuantType::kF32;
-  uint64_t file_offset = 0;  // expert 0's slice, from the start of the file
-  size_t expert_bytes = 0;   // bytes of one expert's slice (the stride between experts)
-  int64_t n_in = 0;          // row length of the slice's matrix
-  int64_t n_out = 0;         // rows
-  // Expert 0's slice where the model's tensor data holds the stack in memory (the mapped file,
-  // or a copy), else nullptr (streaming: units are read into the arena).
-  const uint8_t* resident = nullptr;
+  size_t expert_bytes = 0;  // bytes of one expert's slice
+  int64_t n_in = 0;         // row length of the slice's matrix
+  int64_t n_out = 0;        // rows
+  // Each expert's slice, from the start of the file.
+  std::vector<uint64_t> file_offsets;
+  // Each expert's slice where the model's tensor data holds it in memory (the mapped file, or
+  // a copy), else empty (streaming: units are read into the arena).
+  std::vector<const uint8_t*> resident;
   // Slices in memory, resident or read into the arena, are in row groups (quant/q4_0_groups.h).
   bool grouped_rows = false;
 };
@@ -30,6 +34,12 @@ struct ExpertTensorLayout {
 struct LayerExpertLayout {
   ExpertTensorLayout gate, up, down;
   size_t unit_bytes() const { return gate.expert_bytes + up.expert_bytes + down.expert_bytes; }
+  // The bytes from the start of each unit's gate slice to the end of its down slice, the
+  // largest over the layer's experts, if every unit of the layer lies in the file as gate, up,
+  // down in that order with gaps (padding) of less than `alignment` bytes in all; else 0. Such
+  // a unit is read as one range: the gaps cost less than the widening to `alignment` that
+  // reading each slice on its own costs.
+  size_t contiguous_unit_span(size_t alignment) const;
 };
 
 struct ExpertLayout {

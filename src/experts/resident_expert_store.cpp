@@ -6,7 +6,8 @@ namespace strata {
 
 ResidentExpertStore::ResidentExpertStore(ExpertLayout layout) : layout_(std::move(layout)) {
   for (const LayerExpertLayout& layer : layout_.layers)
-    STRATA_CHECK(layer.gate.resident && layer.up.resident && layer.down.resident);
+    for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
+      STRATA_CHECK(part->resident.size() == size_t(layout_.n_expert));
 }
 
 void ResidentExpertStore::begin_layer(int, std::span<const int32_t> experts, bool) {
@@ -18,7 +19,7 @@ Result<std::vector<ClaimedExpert>> ResidentExpertStore::claim_next(int layer) {
   STRATA_CHECK(layer >= 0 && layer < layout_.n_layer());
   const LayerExpertLayout& l = layout_.layers[size_t(layer)];
   auto slice = [](const ExpertTensorLayout& t, int32_t expert) {
-    return t.resident + uint64_t(expert) * t.expert_bytes;
+    return t.resident[size_t(expert)];
   };
   std::vector<ClaimedExpert> claimed;
   for (int32_t expert : pending_) {

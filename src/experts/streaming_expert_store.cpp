@@ -45,7 +45,7 @@ void StreamingExpertStore::submit_read(int layer, int32_t expert, int size_class
                                        int priority) {
   const auto reads = arena_->reads_for(layer, expert, index, reader_->size());
   Slot& s = slot(size_class, index);
-  s.ticket = engine_->submit(reads, priority);
+  s.ticket = engine_->submit(reads.ranges(), priority);
   s.reading = true;
   s.grouped = false;
   s.error = Status();

@@ -97,13 +97,12 @@ Status bind_routed_experts(const TensorBinder& binder, const ModelConfig& config
   STRATA_ASSIGN_OR_RETURN(weights.ffn_norm, binder.vector(name("ffn_norm.weight"), config.n_embd));
   STRATA_ASSIGN_OR_RETURN(
       weights.router, binder.matrix(name("ffn_gate_inp.weight"), config.n_embd, config.n_expert));
-  STRATA_ASSIGN_OR_RETURN(experts.gate, binder.experts(name("ffn_gate_exps.weight"), config.n_embd,
+  STRATA_ASSIGN_OR_RETURN(experts.gate, binder.experts(layer, "ffn_gate", config.n_embd,
                                                        config.n_ff_expert, config.n_expert));
-  STRATA_ASSIGN_OR_RETURN(experts.up, binder.experts(name("ffn_up_exps.weight"), config.n_embd,
+  STRATA_ASSIGN_OR_RETURN(experts.up, binder.experts(layer, "ffn_up", config.n_embd,
                                                      config.n_ff_expert, config.n_expert));
-  STRATA_ASSIGN_OR_RETURN(
-      experts.down, binder.experts(name("ffn_down_exps.weight"), config.n_ff_expert, config.n_embd,
-                                   config.n_expert));
+  STRATA_ASSIGN_OR_RETURN(experts.down, binder.experts(layer, "ffn_down", config.n_ff_expert,
+                                                       config.n_embd, config.n_expert));
   return Status();
 }
 

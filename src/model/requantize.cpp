@@ -25,14 +25,15 @@ std::string_view type_name(uint32_t type_id) {
   return info ? info->name : std::string_view("?");
 }
 
-// The offsets of the tensors the architecture binds as routed experts. Tensors never overlap
-// (GgufFile validates it) and expert stacks are never empty, so an offset names one tensor.
+// The offsets of the routed experts' slices as the architecture binds them: every tensor of
+// routed experts starts at one (an expert stack at its expert 0's). Tensors never overlap
+// (GgufFile validates it) and expert tensors are never empty, so an offset names one tensor.
 Result<std::set<uint64_t>> routed_expert_offsets(std::shared_ptr<const gguf::GgufFile> file) {
   STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(std::move(file)));
   std::set<uint64_t> offsets;
   for (const LayerExpertLayout& layer : model->weights().experts.layers)
     for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
-      offsets.insert(part->file_offset);
+      offsets.insert(part->file_offsets.begin(), part->file_offsets.end());
   return offsets;
 }
 

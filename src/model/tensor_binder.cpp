@@ -12,6 +12,10 @@ std::string layer_tensor(int64_t layer, std::string_view suffix) {
   return fmt::format("blk.{}.{}", layer, suffix);
 }
 
+std::string expert_tensor(int64_t layer, std::string_view stem, int64_t expert) {
+  return fmt::format("blk.{}.{}.{}.weight", layer, stem, expert);
+}
+
 Status TensorBinder::error(std::string message) const {
   return Status::errorf("{}: {}", file_->name(), message);
 }
@@ -70,19 +74,41 @@ Result<Vector> TensorBinder::vector(const std::string& name, int64_t n) const {
   return values;
 }
 
-Result<ExpertTensorLayout> TensorBinder::experts(const std::string& name, int64_t n_in,
+Result<ExpertTensorLayout> TensorBinder::experts(int64_t layer, std::string_view stem, int64_t n_in,
                                                  int64_t n_out, int64_t n_expert) const {
-  STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* tensor, find(name, {n_in, n_out, n_expert}));
+  const std::string stacked = layer_tensor(layer, fmt::format("{}_exps.weight", stem));
+  std::vector<const gguf::TensorInfo*> tensors;  // each expert's tensor, or the stack
+  if (has_tensor(stacked) || !has_tensor(expert_tensor(layer, stem, 0))) {
+    STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* stack, find(stacked, {n_in, n_out, n_expert}));
+    tensors.push_back(stack);
+  } else {
+    for (int64_t e = 0; e < n_expert; ++e) {
+      STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* tensor,
+                              find(expert_tensor(layer, stem, e), {n_in, n_out}));
+      tensors.push_back(tensor);
+      if (tensors.back()->type_id != tensors.front()->type_id)
+        return error(
+            fmt::format("tensors {} and {} differ in type; Strata needs the experts of "
+                        "a layer in one type",
+                        tensors.front()->name, tensors.back()->name));
+    }
+  }
   ExpertTensorLayout layout;
-  layout.type = QuantType(tensor->type_id);
-  layout.file_offset = tensor->offset;
+  layout.type = QuantType(tensors.front()->type_id);
   layout.expert_bytes = quant_traits(layout.type).row_bytes(n_in) * size_t(n_out);
   layout.n_in = n_in;
   layout.n_out = n_out;
-  if (data_) {
-    layout.resident = data_->data(*tensor);
-    layout.grouped_rows = data_->grouped(*tensor);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    // A stack's experts follow each other; per-expert tensors are wherever the file put them.
+    const gguf::TensorInfo& tensor = *tensors[tensors.size() == 1 ? 0 : size_t(e)];
+    const uint64_t within = tensors.size() == 1 ? uint64_t(e) * layout.expert_bytes : 0;
+    layout.file_offsets.push_back(tensor.offset + within);
+    // A source that holds the dense weights only (streaming) holds no expert.
+    const uint8_t* bytes = data_ ? data_->data(tensor) : nullptr;
+    if (bytes) layout.resident.push_back(bytes + within);
   }
+  if (layout.resident.size() != size_t(n_expert)) layout.resident.clear();
+  if (data_) layout.grouped_rows = data_->grouped(*tensors.front());
   return layout;
 }
 

@@ -36,9 +36,12 @@ class TensorBinder {
   Result<Matrix> matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
   // A 1-D weight of n floats, converted to float whatever its stored format.
   Result<Vector> vector(const std::string& name, int64_t n) const;
-  // A stacked expert tensor of shape {n_in, n_out, n_expert}.
-  Result<ExpertTensorLayout> experts(const std::string& name, int64_t n_in, int64_t n_out,
-                                     int64_t n_expert) const;
+  // One slice (`stem`: ffn_gate, ffn_up or ffn_down) of layer `layer`'s routed experts: the
+  // stacked tensor blk.<layer>.<stem>_exps.weight of shape {n_in, n_out, n_expert}, or, in the
+  // unit layout (experts/expert_layout.h), the tensors blk.<layer>.<stem>.<e>.weight of shape
+  // {n_in, n_out}, one per expert, all of one type.
+  Result<ExpertTensorLayout> experts(int64_t layer, std::string_view stem, int64_t n_in,
+                                     int64_t n_out, int64_t n_expert) const;
 
  private:
   Result<const gguf::TensorInfo*> find(const std::string& name,
@@ -52,5 +55,7 @@ class TensorBinder {
 
 // "blk.<layer>.<suffix>"
 std::string layer_tensor(int64_t layer, std::string_view suffix);
+// "blk.<layer>.<stem>.<expert>.weight": one expert's slice in the unit layout.
+std::string expert_tensor(int64_t layer, std::string_view stem, int64_t expert);
 
 }  // namespace strata

@@ -17,7 +17,34 @@ constexpr int kLoadThreads = 4;
 
 }  // namespace
 
-bool is_routed_expert_tensor(const gguf::TensorInfo& tensor) { return tensor.shape.size() == 3; }
+namespace {
+
+// Consumes the decimal number at the front of `text`; false if there is none.
+bool consume_number(std::string_view& text) {
+  const size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0 || text.empty()) return false;
+  text.remove_prefix(digits == std::string_view::npos ? text.size() : digits);
+  return true;
+}
+
+bool consume(std::string_view& text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) return false;
+  text.remove_prefix(prefix.size());
+  return true;
+}
+
+// blk.N.ffn_{gate,up,down}.E.weight
+bool is_unit_layout_expert_name(std::string_view name) {
+  if (!consume(name, "blk.") || !consume_number(name) || !consume(name, ".ffn_")) return false;
+  if (!consume(name, "gate.") && !consume(name, "up.") && !consume(name, "down.")) return false;
+  return consume_number(name) && name == ".weight";
+}
+
+}  // namespace
+
+bool is_routed_expert_tensor(const gguf::TensorInfo& tensor) {
+  return tensor.shape.size() == 3 || is_unit_layout_expert_name(tensor.name);
+}
 
 uint64_t dense_tensor_bytes(const gguf::GgufFile& file) {
   uint64_t bytes = 0;
@@ -41,23 +68,36 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
                                                                  FileReader& reader,
                                                                  Contents contents,
                                                                  ProgressBar* progress) {
-  // Each tensor is read as the aligned range that covers it, into a slot of its own; the
-  // widening costs at most two alignment units per tensor.
   const uint64_t alignment = reader.alignment();
-  struct Piece {
-    const gguf::TensorInfo* tensor;
-    uint64_t file_begin, length, slot;
+  auto align_down = [&](uint64_t offset) { return offset / alignment * alignment; };
+  auto align_up = [&](uint64_t offset) { return align_down(offset + alignment - 1); };
+  std::vector<const gguf::TensorInfo*> wanted;
+  for (const auto& tensor : file.tensors())
+    if (contents == Contents::kAll || !is_routed_expert_tensor(tensor)) wanted.push_back(&tensor);
+  std::sort(wanted.begin(), wanted.end(),
+            [](const auto* a, const auto* b) { return a->offset < b->offset; });
+
+  // Tensors are read in runs: a run is the aligned range covering tensors that follow each
+  // other in the file, read into a slot of its own; the widening costs at most two alignment
+  // units per run. The reader fills what lies past the end of the file (up to the next
+  // alignment unit) with zeros, so the tensor that ends the file needs no special case.
+  struct Run {
+    uint64_t file_begin, file_end, slot;
   };
-  std::vector<Piece> pieces;
+  std::vector<Run> runs;
+  std::vector<size_t> run_of(wanted.size());
   uint64_t total = 0;
-  for (const auto& tensor : file.tensors()) {
-    if (contents == Contents::kDense && is_routed_expert_tensor(tensor)) continue;
-    const uint64_t begin = tensor.offset / alignment * alignment;
-    // The reader fills what lies past the end of the file (up to the next alignment unit)
-    // with zeros, so the tensor that ends the file needs no special case.
-    const uint64_t end = (tensor.offset + tensor.n_bytes + alignment - 1) / alignment * alignment;
-    pieces.push_back({&tensor, begin, end - begin, total});
-    total += end - begin;
+  for (size_t t = 0; t < wanted.size(); ++t) {
+    const uint64_t begin = align_down(wanted[t]->offset);
+    const uint64_t end = align_up(wanted[t]->offset + wanted[t]->n_bytes);
+    if (runs.empty() || begin > runs.back().file_end) {
+      runs.push_back({begin, end, total});
+    } else {
+      total -= runs.back().file_end - runs.back().file_begin;
+      runs.back().file_end = std::max(runs.back().file_end, end);
+    }
+    total += runs.back().file_end - runs.back().file_begin;
+    run_of[t] = runs.size() - 1;
   }
   auto loaded = std::unique_ptr<LoadedTensorData>(new LoadedTensorData());
   if (total > 0) {
@@ -68,45 +108,53 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
       return Status::errorf("{}: cannot allocate {} bytes for the weights", file.name(), total);
   }
   loaded->bytes_ = total;
+  auto memory_at = [&](size_t run, uint64_t file_offset) {
+    return loaded->memory_.get() + runs[run].slot + (file_offset - runs[run].file_begin);
+  };
 
   // Read in chunks by a few threads at once: while one thread's pages are faulted in (the kernel
   // zeroes each before the read lands in it), the others' reads keep the disk busy, and a few
   // reads in flight is what disks read fastest with. The resident 30B-A3B shape (16 GiB) loaded
-  // in 19 s read piece by piece on one thread.
+  // in 19 s read piece by piece on one thread. A chunk lies within one tensor's range, from the
+  // alignment unit where the tensor starts (or the previous chunk ends) to where the next
+  // tensor starts, so that a failed read names its tensor.
   struct Chunk {
-    size_t piece;
-    uint64_t offset, length;  // within the piece
+    size_t tensor;
+    uint64_t file_begin, length;
   };
   std::vector<Chunk> chunks;
-  for (size_t p = 0; p < pieces.size(); ++p)
-    for (uint64_t offset = 0; offset < pieces[p].length; offset += kLoadChunkBytes)
-      chunks.push_back({p, offset, std::min(kLoadChunkBytes, pieces[p].length - offset)});
+  uint64_t covered = 0;  // where the previous chunk ended
+  for (size_t t = 0; t < wanted.size(); ++t) {
+    const bool last_of_run = t + 1 == wanted.size() || run_of[t + 1] != run_of[t];
+    const uint64_t begin = std::max(align_down(wanted[t]->offset), covered);
+    const uint64_t end = last_of_run ? runs[run_of[t]].file_end : align_down(wanted[t + 1]->offset);
+    for (uint64_t offset = begin; offset < end; offset += kLoadChunkBytes)
+      chunks.push_back({t, offset, std::min(kLoadChunkBytes, end - offset)});
+    covered = std::max(covered, end);
+  }
   std::vector<Status> failures(chunks.size());
   ThreadPool pool(kLoadThreads);
   pool.parallel_for(int64_t(chunks.size()), [&](int64_t c, int) {
     const Chunk& chunk = chunks[size_t(c)];
-    const Piece& piece = pieces[chunk.piece];
-    failures[size_t(c)] = reader.read(loaded->memory_.get() + piece.slot + chunk.offset,
-                              piece.file_begin + chunk.offset, chunk.length);
+    failures[size_t(c)] = reader.read(memory_at(run_of[chunk.tensor], chunk.file_begin),
+                                      chunk.file_begin, chunk.length);
     if (progress) progress->advance(chunk.length);
   });
   for (size_t c = 0; c < chunks.size(); ++c)
     if (!failures[c].ok())
       return failures[c].with_prefix(
-          fmt::format("loading tensor {}", pieces[chunks[c].piece].tensor->name));
+          fmt::format("loading tensor {}", wanted[chunks[c].tensor]->name));
 
-  std::vector<uint8_t*> starts(pieces.size());
-  for (size_t p = 0; p < pieces.size(); ++p)
-    starts[p] =
-        loaded->memory_.get() + pieces[p].slot + (pieces[p].tensor->offset - pieces[p].file_begin);
-  pool.parallel_for(int64_t(pieces.size()), [&](int64_t p, int) {
-    const gguf::TensorInfo& tensor = *pieces[size_t(p)].tensor;
+  pool.parallel_for(int64_t(wanted.size()), [&](int64_t t, int) {
+    const gguf::TensorInfo& tensor = *wanted[size_t(t)];
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
     // multiple of the group, so no group straddles two experts.
     if (grouped_when_copied(tensor))
-      group_q4_0_rows(starts[size_t(p)], tensor.shape[0], tensor.n_elements() / tensor.shape[0]);
+      group_q4_0_rows(memory_at(run_of[size_t(t)], tensor.offset), tensor.shape[0],
+                      tensor.n_elements() / tensor.shape[0]);
   });
-  for (size_t p = 0; p < pieces.size(); ++p) loaded->tensors_[pieces[p].tensor->name] = starts[p];
+  for (size_t t = 0; t < wanted.size(); ++t)
+    loaded->tensors_[wanted[t]->name] = memory_at(run_of[t], wanted[t]->offset);
   return loaded;
 }
 

@@ -9,7 +9,8 @@
 // arena groups the expert slices it reads by the same rule (grouped_when_copied).
 //
 // In GGUF MoE files the routed experts are the only 3-D tensors (ffn_*_exps, [n_expert][rows]
-// [cols]); everything else is dense. LoadedTensorData relies on that rule.
+// [cols]), or, in the unit layout, the tensors named blk.N.ffn_{gate,up,down}.E.weight;
+// everything else is dense. LoadedTensorData relies on that rule.
 #pragma once
 
 #include <strata/status.h>
@@ -60,7 +61,8 @@ bool is_routed_expert_tensor(const gguf::TensorInfo& tensor);
 uint64_t dense_tensor_bytes(const gguf::GgufFile& file);
 
 // Tensors read with `reader` (O_DIRECT) into one aligned allocation, grouped where
-// grouped_when_copied says so.
+// grouped_when_copied says so. Tensors that follow each other in the file are read as one
+// range, so a file of many small tensors (the unit layout's) costs no widening per tensor.
 class LoadedTensorData final : public TensorData {
  public:
   enum class Contents { kDense, kAll };
