@@ -57,6 +57,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"trace -m " + kModel + " -p hi -o /nonexistent/dir/x.trace",
        "--out: /nonexistent/dir: no such directory"},
       {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
+      {"repack -m " + kModel + " -o " + kModel, "is the input file; refusing to overwrite it"},
   };
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);
@@ -134,6 +135,24 @@ TEST(Cli, BenchWritesRecordAndChart) {
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find(">none / 16<"), std::string::npos);
   EXPECT_NE(svg.find("decode ÷ bound"), std::string::npos);
+}
+
+// repack writes the unit layout; the model generates the same text from it, streaming too.
+TEST(Cli, RepackedModelGeneratesTheSameText) {
+  const fs::path units = scratch() / "units.gguf";
+  fs::remove(units);
+  const auto repacked = strata("repack -m " + kModel + " -o " + units.string());
+  ASSERT_EQ(repacked.exit_code, 0) << repacked.err;
+  EXPECT_NE(repacked.err.find("512 expert units, each one range"), std::string::npos)
+      << repacked.err;
+  const auto again = strata("repack -m " + kModel + " -o " + units.string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(last_line(again.err).find("already exists (--force replaces it)"), std::string::npos);
+  const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
+  const auto stacked_text = strata("run -m " + kModel + generate);
+  const auto units_text = strata("run -m " + units.string() + generate + " --arena 25%");
+  ASSERT_EQ(units_text.exit_code, 0) << units_text.err;
+  EXPECT_EQ(units_text.out, stacked_text.out);
 }
 
 }  // namespace

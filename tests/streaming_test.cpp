@@ -15,6 +15,7 @@
 #include "experts/streaming_expert_store.h"
 #include "golden_data.h"
 #include "model/tensor_data.h"
+#include "model/unit_layout.h"
 #include "model_runner.h"
 
 namespace strata {
@@ -148,6 +149,39 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Models, StreamingDeterminism,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
+
+// The unit layout (`strata repack`): each unit one read, and the same logits, bit for bit, as
+// the stacked file all resident.
+TEST(StreamingUnitLayout, MatchesTheStackedFileBitForBit) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("strata-unit-layout-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (const std::string& stacked : {bundled_model(), synthetic("tiny-qwen3moe-k256-q4_k_m")}) {
+    SCOPED_TRACE(stacked);
+    const std::string units = (dir / std::filesystem::path(stacked).filename()).string();
+    const auto repacked = repack_model_file(stacked, units, false, nullptr);
+    ASSERT_TRUE(repacked.ok()) << repacked.status().message();
+    const auto tokens = stacked == bundled_model() ? sequence("trained", "dev_code")
+                                                   : sequence("synthetic", "seq64_rand");
+    testing::ModelRunner resident(stacked, 2);
+    const auto reference = resident.logits(tokens, 16);
+    const int k = int(resident.model().config().n_expert_used);
+    const StreamingSetup setups[] = {
+        {0.0, 2, 2, k, 1},        // the smallest arena, decode-like batches
+        {0.0, 1, 1, 0, 16},       // prompt-like batches, more units than slots
+        {0.3, 2, 3, k, 1, 0, 2},  // a 30 % arena, two layers ahead
+        {1.0, 2, 2, k, 16},       // everything fits
+    };
+    for (const StreamingSetup& setup : setups) {
+      const auto run = run_streaming(units, tokens, setup);
+      ASSERT_TRUE(run.ok()) << run.status().message();
+      EXPECT_TRUE(bit_identical(reference, run.value().logits))
+          << "arena " << setup.arena_fraction << ", batches of " << setup.chunk;
+      EXPECT_GT(run.value().stats.misses, 0u);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
   const auto tokens = sequence("trained", "dev_chat");

@@ -30,4 +30,10 @@ bool ExpertLayout::has_large_units() const {
   return false;
 }
 
+int ExpertLayout::most_reads_per_unit(size_t alignment) const {
+  for (const auto& layer : layers)
+    if (layer.contiguous_unit_span(alignment) == 0) return 3;
+  return 1;
+}
+
 }  // namespace strata

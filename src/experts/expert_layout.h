@@ -51,6 +51,8 @@ struct ExpertLayout {
   // about as long whatever its size (latency-bound). Read-ahead depth and I/O depth default by
   // this (runtime/session.cpp, runtime/session_loader.cpp).
   bool has_large_units() const;
+  // 1 if every layer's units are read as one range each (contiguous_unit_span), else 3.
+  int most_reads_per_unit(size_t alignment) const;
 };
 
 // One expert unit's weights, resident in memory while the unit is held.

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "base/check.h"
 
@@ -344,6 +345,17 @@ Status GgufWriter::fail(std::string_view what) {
     ::unlink(temp_path_.c_str());
   }
   return error_;
+}
+
+Status check_derived_output(const std::string& input_path, const std::string& output_path,
+                            bool overwrite) {
+  std::error_code error;
+  if (!std::filesystem::exists(output_path, error)) return Status();
+  // Also catches a symlink or hard link to the input: the input is never replaced.
+  if (std::filesystem::equivalent(input_path, output_path, error))
+    return Status::errorf("{}: is the input file; refusing to overwrite it", output_path);
+  if (!overwrite) return Status::errorf("{}: already exists (--force replaces it)", output_path);
+  return Status();
 }
 
 }  // namespace strata::gguf

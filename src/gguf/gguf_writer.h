@@ -122,4 +122,9 @@ class GgufWriter {
   std::vector<uint8_t> buffer_;  // small writes collect here; large ones bypass it
 };
 
+// For commands that write a model derived from another: an error if `output_path` is the input
+// (or a link to it), which is never replaced, or exists and `overwrite` is false.
+Status check_derived_output(const std::string& input_path, const std::string& output_path,
+                            bool overwrite);
+
 }  // namespace strata::gguf

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <thread>
 #include <vector>
@@ -149,14 +148,7 @@ Result<RequantizeSummary> requantize_model_file(const std::string& input_path,
                                                 const std::string& output_path,
                                                 const RequantizeOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const auto input, gguf::GgufFile::open(input_path));
-  std::error_code error;
-  if (std::filesystem::exists(output_path, error)) {
-    // Also catches a symlink or hard link to the input: the input is never replaced.
-    if (std::filesystem::equivalent(input_path, output_path, error))
-      return Status::errorf("{}: is the input file; refusing to overwrite it", output_path);
-    if (!options.overwrite)
-      return Status::errorf("{}: already exists (--force replaces it)", output_path);
-  }
+  STRATA_RETURN_IF_ERROR(gguf::check_derived_output(input_path, output_path, options.overwrite));
   gguf::GgufWriter writer(output_path);
   STRATA_ASSIGN_OR_RETURN(RequantizeSummary summary, requantize_experts(input, options, writer));
   STRATA_RETURN_IF_ERROR(writer.finish());

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -18,13 +19,18 @@
 namespace strata {
 namespace {
 
-// Large units are read one at a time: a unit's three slices already keep the disk busy, and a
-// demand miss that shares the disk with read-aheads in flight waits for their bytes too
-// (30B-A3B shape, 2.6 MB units, 25 % arena: 1, 2 and 4 in flight gave 5.26, 4.86 and 3.89
-// tok/s, host wait 25, 46 and 57 ms a token). Small units' reads are latency-bound, and more
-// of them in flight finish more read-aheads in time.
-int default_io_depth(const ExpertLayout& experts, int io_threads) {
-  return experts.has_large_units() ? 1 : 2 * io_threads;
+// Large units are read one at a time: a unit's bytes already keep the disk busy, and a demand
+// miss that shares the disk with read-aheads in flight waits for their bytes too (30B-A3B
+// shape, 2.6 MB units, 25 % arena: 1, 2 and 4 in flight gave 5.26, 4.86 and 3.89 tok/s, host
+// wait 25, 46 and 57 ms a token). Small units' reads are latency-bound: 6 reads per I/O thread
+// are kept in flight however many reads a unit takes, 4 units of a stacked file (three reads
+// each) or 12 of a file in the unit layout (one each) at the default 2 threads. On
+// strata-tiny-moe, twice that many reads decoded 15 % slower from the stacked file; from the
+// unit layout, 4 and 12 units in flight decode equally fast and 12 bring in time the
+// read-aheads that 4 deliver late (README, "Cache lab").
+int default_io_depth(const ExpertLayout& experts, int io_threads, size_t alignment) {
+  if (experts.has_large_units()) return 1;
+  return std::max(1, 6 * io_threads / experts.most_reads_per_unit(alignment));
 }
 
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
@@ -95,9 +101,10 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
   store_options.arena_bytes = arena_bytes;
   store_options.policy = options.cache_policy;
   store_options.io_threads = options.io_threads;
-  store_options.io_depth =
-      options.io_depth > 0 ? options.io_depth
-                           : default_io_depth(session.model->weights().experts, options.io_threads);
+  store_options.io_depth = options.io_depth > 0
+                               ? options.io_depth
+                               : default_io_depth(session.model->weights().experts,
+                                                  options.io_threads, reader->alignment());
   STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_io_backend(options.io_backend));
   STRATA_ASSIGN_OR_RETURN(
       auto store, StreamingExpertStore::create(session.model->weights().experts,

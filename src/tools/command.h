@@ -30,5 +30,6 @@ void add_trace_command(CLI::App& app, Action& action);
 void add_cachesim_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
+void add_repack_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools

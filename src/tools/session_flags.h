@@ -47,8 +47,9 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
   command->add_option("--io-threads", options.io_threads, "reader threads")->check(at_least(1));
   command
       ->add_option("--io-depth", options.io_depth,
-                   "expert reads io_uring keeps in flight (0: 1 for expert units of 1 MiB or "
-                   "more, else 2 x io-threads)")
+                   "expert units io_uring keeps reading at once (0: 1 for units of 1 MiB or "
+                   "more, else 6 x io-threads reads: units of 3 reads in a stacked file, of 1 "
+                   "in the unit layout, see repack)")
       ->check(at_least(0));
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");

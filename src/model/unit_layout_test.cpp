@@ -1,0 +1,203 @@
+// write_unit_layout on the golden synthetic models and the bundled trained model: every byte
+// kept, each unit one range of the output, the same logits bit for bit.
+#include "model/unit_layout.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "cpu/thread_pool.h"
+#include "experts/resident_expert_store.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/requantize.h"
+#include "model/tensor_binder.h"
+#include "model/tensor_data.h"
+#include "model/transformer.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string golden_model(std::string_view name) {
+  return std::string(STRATA_SOURCE_DIR) + "/tests/golden/synthetic/models/" + std::string(name);
+}
+const std::string kBundled = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
+constexpr size_t kPage = 4096;
+
+class UnitLayoutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / fmt::format("strata_unit_layout_test_{}", ::getpid());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(std::string_view name) const { return (dir_ / name).string(); }
+
+  std::shared_ptr<const gguf::GgufFile> repack(const std::string& input, const std::string& name) {
+    const auto summary = repack_model_file(input, path(name), false, nullptr);
+    EXPECT_TRUE(summary.ok()) << summary.status().message();
+    auto file = gguf::GgufFile::open(path(name));
+    EXPECT_TRUE(file.ok()) << file.status().message();
+    return file.ok() ? file.value() : nullptr;
+  }
+
+  fs::path dir_;
+};
+
+std::shared_ptr<const gguf::GgufFile> open_gguf(const std::string& path) {
+  auto file = gguf::GgufFile::open(path);
+  EXPECT_TRUE(file.ok()) << file.status().message();
+  return file.ok() ? file.value() : nullptr;
+}
+
+std::span<const uint8_t> bytes_at(const gguf::GgufFile& file, uint64_t offset, uint64_t n) {
+  return file.bytes().subspan(offset, n);
+}
+
+ExpertLayout experts_of(std::shared_ptr<const gguf::GgufFile> file) {
+  auto model = Model::describe(std::move(file));
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  return model.ok() ? model.value()->weights().experts : ExpertLayout{};
+}
+
+// Every position's logits of 24 tokens, all experts resident.
+std::vector<float> logits_of(const std::string& path) {
+  auto file = open_gguf(path);
+  if (!file) return {};
+  auto data = load_resident_tensor_data(*file, nullptr);
+  EXPECT_TRUE(data.ok()) << data.status().message();
+  if (!data.ok()) return {};
+  auto model = Model::load(file, data.value());
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return {};
+  ResidentExpertStore store(model.value()->weights().experts);
+  ThreadPool pool(2);
+  KvCache cache(model.value()->config(), 64);
+  Transformer transformer(model.value(), store, pool);
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 24; ++i) tokens.push_back((17 + 37 * i) % 700);
+  std::vector<float> logits;
+  const Status status = transformer.forward(tokens, 0, cache, true, logits);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return logits;
+}
+
+TEST_F(UnitLayoutTest, KeepsEveryByteAndPutsEachUnitInOneRange) {
+  for (const std::string& input_path :
+       {golden_model("tiny-qwen3moe-q8_0.gguf"), golden_model("tiny-qwen2moe-q4_0.gguf"),
+        golden_model("tiny-qwen3moe-k256-q4_k_m.gguf")}) {
+    SCOPED_TRACE(input_path);
+    const auto input = open_gguf(input_path);
+    const auto output = repack(input_path, fs::path(input_path).filename().string());
+    ASSERT_TRUE(input && output);
+    const ExpertLayout before = experts_of(input), after = experts_of(output);
+    ASSERT_EQ(after.n_layer(), before.n_layer());
+    ASSERT_GT(before.n_layer(), 0);
+    for (int layer = 0; layer < before.n_layer(); ++layer) {
+      const LayerExpertLayout& a = before.layers[size_t(layer)];
+      const LayerExpertLayout& b = after.layers[size_t(layer)];
+      EXPECT_EQ(a.contiguous_unit_span(kPage), 0u) << "stacked slices are far apart";
+      EXPECT_EQ(b.contiguous_unit_span(kPage), b.unit_bytes()) << "layer " << layer;
+      for (int e = 0; e < before.n_expert; ++e) {
+        for (auto part :
+             {&LayerExpertLayout::gate, &LayerExpertLayout::up, &LayerExpertLayout::down}) {
+          const ExpertTensorLayout& from = a.*part;
+          const ExpertTensorLayout& to = b.*part;
+          EXPECT_EQ(to.type, from.type);
+          EXPECT_TRUE(
+              std::ranges::equal(bytes_at(*input, from.file_offsets[size_t(e)], from.expert_bytes),
+                                 bytes_at(*output, to.file_offsets[size_t(e)], to.expert_bytes)))
+              << "layer " << layer << " expert " << e;
+        }
+      }
+    }
+    EXPECT_EQ(after.most_reads_per_unit(kPage), 1);
+    EXPECT_EQ(before.most_reads_per_unit(kPage), 3);
+    // Dense tensors byte for byte, every key unchanged.
+    for (const gguf::TensorInfo& tensor : input->tensors()) {
+      if (is_routed_expert_tensor(tensor)) {
+        EXPECT_EQ(output->find_tensor(tensor.name), nullptr) << tensor.name;
+        continue;
+      }
+      const gguf::TensorInfo* copy = output->find_tensor(tensor.name);
+      ASSERT_NE(copy, nullptr) << tensor.name;
+      EXPECT_TRUE(std::ranges::equal(bytes_at(*input, tensor.offset, tensor.n_bytes),
+                                     bytes_at(*output, copy->offset, copy->n_bytes)))
+          << tensor.name;
+    }
+    EXPECT_EQ(output->keys(), input->keys());
+    EXPECT_EQ(dense_tensor_bytes(*output), dense_tensor_bytes(*input));
+  }
+}
+
+TEST_F(UnitLayoutTest, ComputesTheSameLogitsBitForBit) {
+  for (const std::string& input_path : {golden_model("tiny-qwen3moe-q8_0.gguf"),
+                                        golden_model("tiny-qwen2moe-q4_0.gguf"), kBundled}) {
+    SCOPED_TRACE(input_path);
+    const auto output = repack(input_path, fs::path(input_path).filename().string());
+    ASSERT_TRUE(output);
+    const std::vector<float> stacked = logits_of(input_path);
+    const std::vector<float> units = logits_of(path(fs::path(input_path).filename().string()));
+    ASSERT_FALSE(stacked.empty());
+    ASSERT_EQ(units.size(), stacked.size());
+    EXPECT_EQ(0, std::memcmp(units.data(), stacked.data(), units.size() * sizeof(float)));
+  }
+}
+
+TEST_F(UnitLayoutTest, RepackingTwiceChangesNothing) {
+  const auto once = repack(kBundled, "once.gguf");
+  const auto twice = repack(path("once.gguf"), "twice.gguf");
+  ASSERT_TRUE(once && twice);
+  EXPECT_TRUE(std::ranges::equal(once->bytes(), twice->bytes()));
+}
+
+TEST_F(UnitLayoutTest, RequantizingKeepsTheUnitLayout) {
+  ASSERT_TRUE(repack(golden_model("tiny-qwen3moe-q8_0.gguf"), "units.gguf"));
+  RequantizeOptions options;
+  options.expert_type = QuantType::kQ4_0;
+  const auto summary = requantize_model_file(path("units.gguf"), path("units-q4_0.gguf"), options);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  const ExpertLayout layout = experts_of(open_gguf(path("units-q4_0.gguf")));
+  EXPECT_EQ(summary.value().n_expert_tensors, 3 * layout.n_layer() * layout.n_expert);
+  for (const LayerExpertLayout& layer : layout.layers) {
+    EXPECT_EQ(layer.contiguous_unit_span(kPage), layer.unit_bytes());
+    for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
+      EXPECT_EQ(part->type, QuantType::kQ4_0);
+  }
+}
+
+TEST_F(UnitLayoutTest, NeverReplacesItsInputOrAnExistingFile) {
+  const auto input = repack(kBundled, "model.gguf");
+  ASSERT_TRUE(input);
+  const auto onto_input = repack_model_file(path("model.gguf"), path("model.gguf"), true, nullptr);
+  ASSERT_FALSE(onto_input.ok());
+  EXPECT_NE(onto_input.status().message().find("is the input file"), std::string::npos);
+  const auto existing = repack_model_file(kBundled, path("model.gguf"), false, nullptr);
+  ASSERT_FALSE(existing.ok());
+  EXPECT_NE(existing.status().message().find("already exists"), std::string::npos);
+  EXPECT_TRUE(std::ranges::equal(open_gguf(path("model.gguf"))->bytes(), input->bytes()));
+}
+
+TEST(UnitLayoutNames, RoutedExpertTensorsAreKnownByName) {
+  auto named = [](std::string name) {
+    gguf::TensorInfo tensor;
+    tensor.name = std::move(name);
+    tensor.shape = {64, 32};
+    return is_routed_expert_tensor(tensor);
+  };
+  EXPECT_TRUE(named(expert_tensor(3, "ffn_gate", 12)));
+  EXPECT_TRUE(named("blk.0.ffn_down.0.weight"));
+  EXPECT_FALSE(named("blk.3.ffn_gate.weight"));        // a dense FFN
+  EXPECT_FALSE(named("blk.3.ffn_gate_inp.weight"));    // the router
+  EXPECT_FALSE(named("blk.3.ffn_gate_shexp.weight"));  // a shared expert
+  EXPECT_FALSE(named("blk.3.ffn_gate.12.bias"));
+  EXPECT_FALSE(named("blk.x.ffn_up.1.weight"));
+}
+
+}  // namespace
+}  // namespace strata
