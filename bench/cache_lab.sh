@@ -132,8 +132,11 @@ PY
 # in decode steps (`strata eval run`, one window per document: its first 1024 tokens, each
 # document from an empty arena as cachesim replays it), with read-ahead off, at the top-8 one
 # layer ahead, and two layers ahead reading the farther layer's top 2 (the default for this
-# model's small units) or all 8, the latter also with 8 and 16 reads in flight: plain hits,
-# and hits + read-aheads that arrived in time, against MIN on the same tokens.
+# model's small units) or all 8, the latter also with 8 and 16 units in flight; and the same
+# model in the unit layout (`strata repack`: a unit is one read, not three) at its default 12
+# units in flight, at 4, and with all 8 guesses two layers ahead: plain hits, and hits +
+# read-aheads that arrived in time, against MIN on the same tokens.
+"$strata" repack -m "$model" -o "$work/units.gguf" 2>/dev/null
 for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
   json:live_multiple_220-94-2 math:gsm8k-13; do
   domain=${doc%%:*}
@@ -147,11 +150,14 @@ print(json.dumps({"format": "strata-eval-suite", "version": 1, "eval_dir": eval_
                   "tokenizer": {"path": model, "n_tokens": 16384}, "seed": 0,
                   "windows_per_domain": 1, "prompt": 1, "scored": 1023, "windows": [window]}))
 PY
-  for setting in 0:1:0:0 8:1:0:0 8:2:2:0 8:2:8:0 8:2:8:8 8:2:8:16; do
-    IFS=: read -r readahead layers far depth <<<"$setting"
-    "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" --arena 25% \
+  for setting in stacked:0:1:0:0 stacked:8:1:0:0 stacked:8:2:2:0 stacked:8:2:8:0 \
+    stacked:8:2:8:8 stacked:8:2:8:16 units:8:2:2:0 units:8:2:2:4 units:8:2:8:0; do
+    IFS=: read -r layout readahead layers far depth <<<"$setting"
+    file=$model
+    [[ $layout == units ]] && file=$work/units.gguf
+    "$strata" eval run --suite "$work/suite-$domain.json" -m "$file" --arena 25% \
       --readahead "$readahead" --readahead-layers "$layers" --readahead-far "$far" \
-      --io-depth "$depth" -o "$work/arena-ra$readahead-l$layers-f$far-d$depth-$domain.json" \
+      --io-depth "$depth" -o "$work/arena-$layout-ra$readahead-l$layers-f$far-d$depth-$domain.json" \
       >/dev/null 2>&1
   done
 done
@@ -165,20 +171,24 @@ min_at_25 = lambda path: 100 * next(r for r in json.load(open(path))["results"]
                                     if r["policy"] == "min" and r["size"] == "25%")["all"]["hit_rate"]
 print("# The arena's read-ahead against MIN\n")
 print("Decode steps over the first 1024 tokens of each held-out document, `--arena 25%`, policy")
-print("successor; shares of all expert claims. io depth: reads kept in flight (`--io-depth`;")
-print("default 4 for this model's small units).\n")
-print("| read-ahead | layers ahead | farther layer reads | io depth | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for readahead, layers, far, depth in ((0, 1, 0, 0), (8, 1, 0, 0), (8, 2, 2, 0), (8, 2, 8, 0),
-                                      (8, 2, 8, 8), (8, 2, 8, 16)):
+print("successor; shares of all expert claims. Layout: the bundled file (stacked: a unit is three")
+print("reads) or the same model repacked (`strata repack`: one read). Units in flight:")
+print("`--io-depth`, default 4 stacked and 12 in the unit layout (6 reads per I/O thread).\n")
+print("| layout | read-ahead | layers ahead | farther layer reads | units in flight | hits | timely read-ahead hits | hits + timely | late read-aheads | misses |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for layout, readahead, layers, far, depth in (
+        ("stacked", 0, 1, 0, 0), ("stacked", 8, 1, 0, 0), ("stacked", 8, 2, 2, 0),
+        ("stacked", 8, 2, 8, 0), ("stacked", 8, 2, 8, 8), ("stacked", 8, 2, 8, 16),
+        ("units", 8, 2, 2, 0), ("units", 8, 2, 2, 4), ("units", 8, 2, 8, 0)):
     total = dict(hits=0, readahead_hits=0, late_readaheads=0, misses=0)
-    for path in glob.glob(f"{work}/arena-ra{readahead}-l{layers}-f{far}-d{depth}-*.json"):
+    for path in glob.glob(f"{work}/arena-{layout}-ra{readahead}-l{layers}-f{far}-d{depth}-*.json"):
         experts = json.load(open(path))["candidate_stats"]["decode_experts"]
         for key in total: total[key] += experts[key]
     n = sum(total.values())
     share = {k: 100 * v / n for k, v in total.items()}
-    print(f"| {readahead} | {layers if readahead else '-'} | {far if layers > 1 else '-'} | "
-          f"{depth if depth else 'default'} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
+    default_depth = 4 if layout == "stacked" else 12
+    print(f"| {layout} | {readahead} | {layers if readahead else '-'} | {far if layers > 1 else '-'} | "
+          f"{depth if depth else f'{default_depth} (default)'} | {share['hits']:.1f} % | {share['readahead_hits']:.1f} % | "
           f"{share['hits'] + share['readahead_hits']:.1f} % | {share['late_readaheads']:.1f} % | "
           f"{share['misses']:.1f} % |")
 print(f"\nBelady's MIN at 25 % (no read-ahead) on the same six documents: {min_at_25(same_tokens):.1f} %; "

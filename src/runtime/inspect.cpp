@@ -69,6 +69,12 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
       fmt::format("expert units      {} layers x {} experts, {} each (layer 0), {} in all [{}]\n",
                   experts.n_layer(), experts.n_expert, format_bytes(unit),
                   format_bytes(experts.total_bytes()), types);
+  // O_DIRECT's usual alignment; the store asks the file's reader for the real one.
+  constexpr size_t kPageBytes = 4096;
+  out += experts.most_reads_per_unit(kPageBytes) == 1
+             ? "expert layout     unit layout: each unit one read\n"
+             : "expert layout     stacked: each unit three reads (strata repack writes the unit "
+               "layout: one)\n";
   out += fmt::format("dense weights     {}\n", format_bytes(model->dense_bytes()));
   const int64_t n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
   out += fmt::format("KV cache          {} at {} tokens (F32)\n",
