@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
@@ -181,6 +182,51 @@ TEST_F(UnitLayoutTest, NeverReplacesItsInputOrAnExistingFile) {
   ASSERT_FALSE(existing.ok());
   EXPECT_NE(existing.status().message().find("already exists"), std::string::npos);
   EXPECT_TRUE(std::ranges::equal(open_gguf(path("model.gguf"))->bytes(), input->bytes()));
+}
+
+// A copy of `input` with tensor `odd` rewritten as zeros of `type`, or left out when `type` is
+// nullopt.
+void write_altered(const gguf::GgufFile& input, const std::string& output, const std::string& odd,
+                   std::optional<QuantType> type) {
+  gguf::GgufWriter writer(output);
+  for (const std::string& key : input.keys()) ASSERT_TRUE(writer.copy_metadata(input, key).ok());
+  for (const gguf::TensorInfo& tensor : input.tensors()) {
+    if (tensor.name == odd && !type) continue;
+    const uint32_t type_id = tensor.name == odd ? uint32_t(*type) : tensor.type_id;
+    ASSERT_TRUE(writer.add_tensor(tensor.name, tensor.shape, type_id).ok());
+  }
+  ASSERT_TRUE(writer.begin().ok());
+  for (const gguf::TensorInfo& tensor : input.tensors()) {
+    if (tensor.name != odd) {
+      ASSERT_TRUE(writer.write_tensor_data({input.tensor_data(tensor), tensor.n_bytes}).ok());
+    } else if (type) {
+      const QuantTraits& traits = quant_traits(*type);
+      const std::vector<uint8_t> zeros(traits.row_bytes(tensor.shape[0]) * size_t(tensor.shape[1]));
+      ASSERT_TRUE(writer.write_tensor_data(zeros).ok());
+    }
+  }
+  ASSERT_TRUE(writer.finish().ok());
+}
+
+TEST_F(UnitLayoutTest, OddExpertTensorsAreOneClearError) {
+  const auto units = repack(golden_model("tiny-qwen3moe-q8_0.gguf"), "units.gguf");
+  ASSERT_TRUE(units);
+  const std::string odd = expert_tensor(1, "ffn_up", 2);
+  const std::pair<std::optional<QuantType>, std::string> cases[] = {
+      {QuantType::kF32, "tensors blk.1.ffn_up.0.weight and blk.1.ffn_up.2.weight differ in type"},
+      {std::nullopt, "missing tensor blk.1.ffn_up.2.weight"},
+  };
+  for (const auto& [type, expected] : cases) {
+    write_altered(*units, path("odd.gguf"), odd, type);
+    auto file = gguf::GgufFile::open(path("odd.gguf"));
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    const auto model = Model::describe(file.value());
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.status().message().find(expected), std::string::npos)
+        << model.status().message();
+    EXPECT_EQ(model.status().message().find('\n'), std::string::npos);
+    std::filesystem::remove(path("odd.gguf"));
+  }
 }
 
 TEST(UnitLayoutNames, RoutedExpertTensorsAreKnownByName) {
