@@ -116,16 +116,23 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
     const auto hottest = usage.hottest();
     STRATA_RETURN_IF_ERROR(store->preload(hottest));
   }
+  const int reads_per_unit = layout.most_reads_per_unit(reader->alignment());
+  if (!options.quiet && reads_per_unit > 1 && !layout.has_large_units())
+    std::fputs(
+        "note: this file stores each expert as three small reads; `strata repack` writes the "
+        "unit layout, one read each, which streams small experts faster\n",
+        stderr);
   const ExpertArena& arena = store->arena();
   session.store = fmt::format(
       "experts streamed into a {} arena of {} slots ({} of {} units, {} "
-      "policy, {} I/O threads, {} ({} in flight){})",
+      "policy, {} I/O threads, {} ({} in flight, {} a unit){})",
       format_bytes(arena.bytes()), arena.total_slots(),
       fmt::format("{:.0f} %",
                   100.0 * arena.total_slots() / double(config.n_layer * config.n_expert)),
       config.n_layer * config.n_expert, options.cache_policy, options.io_threads,
       io_backend_name(store->io_backend()),
       store->io_backend() == IoBackend::kUring ? store_options.io_depth : options.io_threads,
+      reads_per_unit == 1 ? "one read" : "three reads",
       reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here");
   session.experts = std::move(store);
   return Status();
