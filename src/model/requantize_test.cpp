@@ -16,10 +16,13 @@
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "model/kv_cache.h"
+#include "model/model_file_test_support.h"
 #include "model/transformer.h"
 
 namespace strata {
 namespace {
+
+using testing::open_gguf;
 
 namespace fs = std::filesystem;
 
@@ -37,15 +40,8 @@ bool is_expert_name(const std::string& name) {
          name.ends_with("ffn_down_exps.weight");
 }
 
-class RequantizeTest : public ::testing::Test {
+class RequantizeTest : public testing::ScratchDirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / fmt::format("strata_requantize_test_{}", ::getpid());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(std::string_view name) const { return (dir_ / name).string(); }
-
   std::shared_ptr<const gguf::GgufFile> requantize(const std::string& input, QuantType type,
                                                    const std::string& output, int n_threads = 2) {
     RequantizeOptions options;
@@ -57,15 +53,7 @@ class RequantizeTest : public ::testing::Test {
     EXPECT_TRUE(file.ok()) << file.status().message();
     return file.ok() ? file.value() : nullptr;
   }
-
-  fs::path dir_;
 };
-
-std::shared_ptr<const gguf::GgufFile> open_gguf(const std::string& path) {
-  auto file = gguf::GgufFile::open(path);
-  EXPECT_TRUE(file.ok()) << file.status().message();
-  return file.ok() ? file.value() : nullptr;
-}
 
 std::span<const uint8_t> bytes_of(const gguf::GgufFile& file, const gguf::TensorInfo& tensor) {
   return {file.tensor_data(tensor), tensor.n_bytes};

@@ -14,6 +14,7 @@
 #include "experts/resident_expert_store.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/model_file_test_support.h"
 #include "model/requantize.h"
 #include "model/tensor_binder.h"
 #include "model/tensor_data.h"
@@ -21,6 +22,8 @@
 
 namespace strata {
 namespace {
+
+using testing::open_gguf;
 
 namespace fs = std::filesystem;
 
@@ -30,15 +33,8 @@ std::string golden_model(std::string_view name) {
 const std::string kBundled = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
 constexpr size_t kPage = 4096;
 
-class UnitLayoutTest : public ::testing::Test {
+class UnitLayoutTest : public testing::ScratchDirectoryTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / fmt::format("strata_unit_layout_test_{}", ::getpid());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(std::string_view name) const { return (dir_ / name).string(); }
-
   std::shared_ptr<const gguf::GgufFile> repack(const std::string& input, const std::string& name) {
     const auto summary = repack_model_file(input, path(name), false, nullptr);
     EXPECT_TRUE(summary.ok()) << summary.status().message();
@@ -46,15 +42,7 @@ class UnitLayoutTest : public ::testing::Test {
     EXPECT_TRUE(file.ok()) << file.status().message();
     return file.ok() ? file.value() : nullptr;
   }
-
-  fs::path dir_;
 };
-
-std::shared_ptr<const gguf::GgufFile> open_gguf(const std::string& path) {
-  auto file = gguf::GgufFile::open(path);
-  EXPECT_TRUE(file.ok()) << file.status().message();
-  return file.ok() ? file.value() : nullptr;
-}
 
 std::span<const uint8_t> bytes_at(const gguf::GgufFile& file, uint64_t offset, uint64_t n) {
   return file.bytes().subspan(offset, n);

@@ -6,23 +6,19 @@
 // quantization (the first made the Q8_0); it is what a user without the F16 original has, and
 // it measures the target's error on top of Q8_0's, not the target's alone.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "base/progress.h"
 #include "model/requantize.h"
-#include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/model_rewrite_flags.h"
 
 namespace strata::tools {
 namespace {
 
-struct QuantizeFlags {
-  std::string input_path;
-  std::string output_path;
+struct QuantizeFlags : ModelRewriteFlags {
   std::string expert_type;
   int n_threads = 0;
-  bool force = false;
 };
 
 double mebibytes(uint64_t bytes) { return double(bytes) / 1048576; }
@@ -36,10 +32,8 @@ int quantize(const QuantizeFlags& flags) {
   options.overwrite = flags.force;
   Result<RequantizeSummary> summary = Status::error("not run");
   {
-    // Sized by the input, which the output roughly matches; the bar only shows progress.
-    std::error_code error;
-    const auto input_bytes = std::filesystem::file_size(flags.input_path, error);
-    ProgressBar progress("quantize", error ? 0 : input_bytes);
+    // Sized by the input, which the output roughly matches.
+    ProgressBar progress("quantize", flags.input_bytes());
     options.progress = &progress;
     summary = requantize_model_file(flags.input_path, flags.output_path, options);
   }
@@ -61,16 +55,12 @@ void add_quantize_command(CLI::App& app, Action& action) {
       "dequantized and quantized again: from a Q8_0 file that is a second quantization, what a "
       "user without the F16 original has");
   auto flags = std::make_shared<QuantizeFlags>();
-  command->add_option("-m,--model", flags->input_path, "input GGUF model")->required();
+  add_model_rewrite_flags(command, *flags);
   command
       ->add_option("--experts", flags->expert_type,
                    "format of the routed experts: f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, "
                    "iq4_nl, and for rows that are multiples of 256 iq4_xs, q6_k..q2_k")
       ->required();
-  command->add_option("-o,--output", flags->output_path, "output GGUF file")
-      ->required()
-      ->check(in_existing_directory());
-  command->add_flag("--force", flags->force, "replace an existing output (never the input)");
   command->add_option("-t,--threads", flags->n_threads, "threads (default: one per core)");
   command->callback([&action, flags] { action = [flags] { return quantize(*flags); }; });
 }

@@ -2,29 +2,20 @@
 // expert unit one range of the file, so the expert store reads it with one request
 // (model/unit_layout.h). Bytes are copied, never converted.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "base/progress.h"
 #include "model/unit_layout.h"
-#include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/model_rewrite_flags.h"
 
 namespace strata::tools {
 namespace {
 
-struct RepackFlags {
-  std::string input_path;
-  std::string output_path;
-  bool force = false;
-};
-
-int repack(const RepackFlags& flags) {
+int repack(const ModelRewriteFlags& flags) {
   Result<RepackSummary> summary = Status::error("not run");
   {
-    std::error_code error;
-    const auto input_bytes = std::filesystem::file_size(flags.input_path, error);
-    ProgressBar progress("repack", error ? 0 : input_bytes);
+    ProgressBar progress("repack", flags.input_bytes());
     summary = repack_model_file(flags.input_path, flags.output_path, flags.force, &progress);
   }
   if (!summary.ok()) return report_failure(summary.status());
@@ -46,12 +37,8 @@ void add_repack_command(CLI::App& app, Action& action) {
       "to each other, so the expert store reads an expert with one request instead of three. "
       "Bytes are copied unchanged; the file is for Strata (llama.cpp reads these models' experts "
       "only as stacked tensors)");
-  auto flags = std::make_shared<RepackFlags>();
-  command->add_option("-m,--model", flags->input_path, "input GGUF model")->required();
-  command->add_option("-o,--output", flags->output_path, "output GGUF file")
-      ->required()
-      ->check(in_existing_directory());
-  command->add_flag("--force", flags->force, "replace an existing output (never the input)");
+  auto flags = std::make_shared<ModelRewriteFlags>();
+  add_model_rewrite_flags(command, *flags);
   command->callback([&action, flags] { action = [flags] { return repack(*flags); }; });
 }
 
