@@ -96,9 +96,9 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
     const size_t bytes = c.slot_bytes * size_t(c.n_slots);
     HugePageMemory memory = allocate_on_huge_pages(bytes, alignment);
     if (!memory) return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
-      // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
-      // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
-      // would show up in RSS only as it fills.
+    // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
+    // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
+    // would show up in RSS only as it fills.
 #ifdef MADV_POPULATE_WRITE
     if (::madvise(memory.get(), bytes, MADV_POPULATE_WRITE) != 0)
 #endif

@@ -15,10 +15,6 @@ namespace {
 constexpr uint64_t kLoadChunkBytes = uint64_t(64) << 20;  // a multiple of any reader alignment
 constexpr int kLoadThreads = 4;
 
-}  // namespace
-
-namespace {
-
 // Consumes the decimal number at the front of `text`; false if there is none.
 bool consume_number(std::string_view& text) {
   const size_t digits = text.find_first_not_of("0123456789");
