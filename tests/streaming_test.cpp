@@ -159,7 +159,8 @@ TEST(StreamingUnitLayout, MatchesTheStackedFileBitForBit) {
   for (const std::string& stacked : {bundled_model(), synthetic("tiny-qwen3moe-k256-q4_k_m")}) {
     SCOPED_TRACE(stacked);
     const std::string units = (dir / std::filesystem::path(stacked).filename()).string();
-    const auto repacked = repack_model_file(stacked, units, false, nullptr);
+    const auto repacked =
+        repack_model_file(stacked, units, ExpertFileLayout::kUnits, false, nullptr);
     ASSERT_TRUE(repacked.ok()) << repacked.status().message();
     const auto tokens = stacked == bundled_model() ? sequence("trained", "dev_code")
                                                    : sequence("synthetic", "seq64_rand");

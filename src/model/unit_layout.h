@@ -11,8 +11,11 @@
 // bandwidth. The unit layout is Strata's: llama.cpp binds a qwen3moe or qwen2moe model's
 // experts only as stacks, so keep the original file for other tools.
 //
-// Dense tensors come first, in the input's order, then the units layer by layer. The output is
-// written tensor by tensor (GgufWriter: temporary file, fsync, rename).
+// The way back, for other tools, is the stacked layout: each layer's experts as the three
+// tensors blk.N.ffn_{gate,up,down}_exps.weight again.
+//
+// Dense tensors come first, in the input's order, then the experts layer by layer. The output
+// is written tensor by tensor (GgufWriter: temporary file, fsync, rename).
 #pragma once
 
 #include <strata/status.h>
@@ -28,6 +31,11 @@ namespace strata {
 
 class ProgressBar;
 
+enum class ExpertFileLayout {
+  kUnits,    // one tensor per expert and slice, unit after unit
+  kStacked,  // three tensors per layer, as llama.cpp writes them
+};
+
 struct RepackSummary {
   int n_units = 0;
   uint64_t unit_bytes = 0;    // bytes of one unit of layer 0
@@ -35,16 +43,17 @@ struct RepackSummary {
   uint64_t tensor_bytes = 0;  // every tensor of the output
 };
 
-// Declares `input`'s metadata and tensors in `writer` in the unit layout, begins it and writes
-// every tensor; the caller calls writer.finish(). `progress` (may be null) advances by the
-// bytes of each tensor written. REQUIRES: nothing was added to `writer` yet.
-Result<RepackSummary> write_unit_layout(std::shared_ptr<const gguf::GgufFile> input,
-                                        gguf::GgufWriter& writer, ProgressBar* progress);
+// Declares `input`'s metadata and tensors in `writer` with the experts in `layout`, begins it
+// and writes every tensor; the caller calls writer.finish(). `progress` (may be null) advances
+// by the bytes of each tensor written. REQUIRES: nothing was added to `writer` yet.
+Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> input,
+                                          ExpertFileLayout layout, gguf::GgufWriter& writer,
+                                          ProgressBar* progress);
 
-// Opens `input_path`, writes `output_path` in the unit layout. Refuses to replace the input
-// (or a link to it), and an existing output unless `overwrite`.
+// Opens `input_path`, writes `output_path` with the experts in `layout`. Refuses to replace the
+// input (or a link to it), and an existing output unless `overwrite`.
 Result<RepackSummary> repack_model_file(const std::string& input_path,
-                                        const std::string& output_path, bool overwrite,
-                                        ProgressBar* progress);
+                                        const std::string& output_path, ExpertFileLayout layout,
+                                        bool overwrite, ProgressBar* progress);
 
 }  // namespace strata

@@ -1,4 +1,4 @@
-// write_unit_layout on the golden synthetic models and the bundled trained model: every byte
+// write_expert_layout on the golden synthetic models and the bundled trained model: every byte
 // kept, each unit one range of the output, the same logits bit for bit.
 #include "model/unit_layout.h"
 
@@ -35,8 +35,9 @@ constexpr size_t kPage = 4096;
 
 class UnitLayoutTest : public testing::ScratchDirectoryTest {
  protected:
-  std::shared_ptr<const gguf::GgufFile> repack(const std::string& input, const std::string& name) {
-    const auto summary = repack_model_file(input, path(name), false, nullptr);
+  std::shared_ptr<const gguf::GgufFile> repack(const std::string& input, const std::string& name,
+                                               ExpertFileLayout layout = ExpertFileLayout::kUnits) {
+    const auto summary = repack_model_file(input, path(name), layout, false, nullptr);
     EXPECT_TRUE(summary.ok()) << summary.status().message();
     auto file = gguf::GgufFile::open(path(name));
     EXPECT_TRUE(file.ok()) << file.status().message();
@@ -145,6 +146,29 @@ TEST_F(UnitLayoutTest, RepackingTwiceChangesNothing) {
   EXPECT_TRUE(std::ranges::equal(once->bytes(), twice->bytes()));
 }
 
+// The way back: stacked again, every tensor as the original has it, the same logits.
+TEST_F(UnitLayoutTest, StackedAgainIsTheOriginalsTensors) {
+  const auto original = open_gguf(kBundled);
+  ASSERT_TRUE(repack(kBundled, "units.gguf"));
+  const auto stacked = repack(path("units.gguf"), "stacked.gguf", ExpertFileLayout::kStacked);
+  ASSERT_TRUE(original && stacked);
+  ASSERT_EQ(stacked->tensors().size(), original->tensors().size());
+  for (const gguf::TensorInfo& tensor : original->tensors()) {
+    const gguf::TensorInfo* again = stacked->find_tensor(tensor.name);
+    ASSERT_NE(again, nullptr) << tensor.name;
+    EXPECT_EQ(again->shape, tensor.shape) << tensor.name;
+    EXPECT_EQ(again->type_id, tensor.type_id) << tensor.name;
+    EXPECT_TRUE(std::ranges::equal(bytes_at(*original, tensor.offset, tensor.n_bytes),
+                                   bytes_at(*stacked, again->offset, again->n_bytes)))
+        << tensor.name;
+  }
+  EXPECT_EQ(experts_of(stacked).most_reads_per_unit(kPage), 3);
+  const std::vector<float> a = logits_of(kBundled), b = logits_of(path("stacked.gguf"));
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+}
+
 TEST_F(UnitLayoutTest, RequantizingKeepsTheUnitLayout) {
   ASSERT_TRUE(repack(golden_model("tiny-qwen3moe-q8_0.gguf"), "units.gguf"));
   RequantizeOptions options;
@@ -163,10 +187,12 @@ TEST_F(UnitLayoutTest, RequantizingKeepsTheUnitLayout) {
 TEST_F(UnitLayoutTest, NeverReplacesItsInputOrAnExistingFile) {
   const auto input = repack(kBundled, "model.gguf");
   ASSERT_TRUE(input);
-  const auto onto_input = repack_model_file(path("model.gguf"), path("model.gguf"), true, nullptr);
+  const auto onto_input = repack_model_file(path("model.gguf"), path("model.gguf"),
+                                            ExpertFileLayout::kUnits, true, nullptr);
   ASSERT_FALSE(onto_input.ok());
   EXPECT_NE(onto_input.status().message().find("is the input file"), std::string::npos);
-  const auto existing = repack_model_file(kBundled, path("model.gguf"), false, nullptr);
+  const auto existing =
+      repack_model_file(kBundled, path("model.gguf"), ExpertFileLayout::kUnits, false, nullptr);
   ASSERT_FALSE(existing.ok());
   EXPECT_NE(existing.status().message().find("already exists"), std::string::npos);
   EXPECT_TRUE(std::ranges::equal(open_gguf(path("model.gguf"))->bytes(), input->bytes()));

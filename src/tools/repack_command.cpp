@@ -12,19 +12,28 @@
 namespace strata::tools {
 namespace {
 
-int repack(const ModelRewriteFlags& flags) {
+struct RepackFlags : ModelRewriteFlags {
+  std::string layout = "units";
+};
+
+int repack(const RepackFlags& flags) {
+  const ExpertFileLayout layout =
+      flags.layout == "stacked" ? ExpertFileLayout::kStacked : ExpertFileLayout::kUnits;
   Result<RepackSummary> summary = Status::error("not run");
   {
     ProgressBar progress("repack", flags.input_bytes());
-    summary = repack_model_file(flags.input_path, flags.output_path, flags.force, &progress);
+    summary =
+        repack_model_file(flags.input_path, flags.output_path, layout, flags.force, &progress);
   }
   if (!summary.ok()) return report_failure(summary.status());
   const RepackSummary& s = summary.value();
   std::fprintf(stderr,
-               "wrote %s: %d expert units, each one range (%.2f KiB in layer 0), %.1f MiB of "
-               "experts; all tensors %.1f MiB\n",
-               flags.output_path.c_str(), s.n_units, double(s.unit_bytes) / 1024,
-               double(s.expert_bytes) / 1048576, double(s.tensor_bytes) / 1048576);
+               "wrote %s: %d expert units, %s (%.2f KiB in layer 0), %.1f MiB of experts; all "
+               "tensors %.1f MiB\n",
+               flags.output_path.c_str(), s.n_units,
+               layout == ExpertFileLayout::kUnits ? "each one range" : "stacked by layer",
+               double(s.unit_bytes) / 1024, double(s.expert_bytes) / 1048576,
+               double(s.tensor_bytes) / 1048576);
   return 0;
 }
 
@@ -36,9 +45,14 @@ void add_repack_command(CLI::App& app, Action& action) {
       "write the model in the unit layout: each routed expert's gate, up and down slices next "
       "to each other, so the expert store reads an expert with one request instead of three. "
       "Bytes are copied unchanged; the file is for Strata (llama.cpp reads these models' experts "
-      "only as stacked tensors)");
-  auto flags = std::make_shared<ModelRewriteFlags>();
+      "only as stacked tensors, which --layout stacked writes back)");
+  auto flags = std::make_shared<RepackFlags>();
   add_model_rewrite_flags(command, *flags);
+  command
+      ->add_option("--layout", flags->layout,
+                   "units (default): one read per expert; stacked: three tensors per layer, as "
+                   "llama.cpp writes them (the way back)")
+      ->check(CLI::IsMember({"units", "stacked"}));
   command->callback([&action, flags] { action = [flags] { return repack(*flags); }; });
 }
 
