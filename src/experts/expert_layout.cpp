@@ -30,6 +30,14 @@ bool ExpertLayout::has_large_units() const {
   return false;
 }
 
+std::set<uint64_t> ExpertLayout::slice_offsets() const {
+  std::set<uint64_t> offsets;
+  for (const LayerExpertLayout& layer : layers)
+    for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
+      offsets.insert(part->file_offsets.begin(), part->file_offsets.end());
+  return offsets;
+}
+
 int ExpertLayout::most_reads_per_unit(size_t alignment) const {
   for (const auto& layer : layers)
     if (layer.contiguous_unit_span(alignment) == 0) return 3;

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "quant/quant_type.h"
@@ -51,6 +52,10 @@ struct ExpertLayout {
   // about as long whatever its size (latency-bound). Read-ahead depth and I/O depth default by
   // this (runtime/session.cpp, runtime/session_loader.cpp).
   bool has_large_units() const;
+  // Every expert slice's file offset. Each tensor of routed experts starts at one (a stack at
+  // its expert 0's); tensors never overlap (GgufFile validates it) and expert tensors are
+  // never empty, so a tensor with bytes whose offset is here is a tensor of routed experts.
+  std::set<uint64_t> slice_offsets() const;
   // 1 if every layer's units are read as one range each (contiguous_unit_span), else 3.
   int most_reads_per_unit(size_t alignment) const;
 };

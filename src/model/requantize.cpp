@@ -24,18 +24,6 @@ std::string_view type_name(uint32_t type_id) {
   return info ? info->name : std::string_view("?");
 }
 
-// The offsets of the routed experts' slices as the architecture binds them: every tensor of
-// routed experts starts at one (an expert stack at its expert 0's). Tensors never overlap
-// (GgufFile validates it) and expert tensors are never empty, so an offset names one tensor.
-Result<std::set<uint64_t>> routed_expert_offsets(std::shared_ptr<const gguf::GgufFile> file) {
-  STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(std::move(file)));
-  std::set<uint64_t> offsets;
-  for (const LayerExpertLayout& layer : model->weights().experts.layers)
-    for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
-      offsets.insert(part->file_offsets.begin(), part->file_offsets.end());
-  return offsets;
-}
-
 // "Q4_0 from Q8_0", "Q4_0 from Q5_0+Q8_0" for mixed sources, and what an earlier run recorded.
 Result<std::string> provenance(const gguf::GgufFile& input, QuantType target,
                                const std::vector<uint32_t>& source_types) {
@@ -93,7 +81,8 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
                                              gguf::GgufWriter& writer) {
   const gguf::GgufFile& file = *input;
   const QuantTraits& target = quant_traits(options.expert_type);
-  STRATA_ASSIGN_OR_RETURN(const std::set<uint64_t> expert_offsets, routed_expert_offsets(input));
+  STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(input));
+  const std::set<uint64_t> expert_offsets = model->weights().experts.slice_offsets();
   std::vector<bool> is_expert;
   std::vector<uint32_t> source_types;
   RequantizeSummary summary;

@@ -16,12 +16,7 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
   const gguf::GgufFile& file = *input;
   STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(input));
   const ExpertLayout& experts = model->weights().experts;
-  // Every tensor of routed experts starts at one of their slices (a stack at its expert 0's);
-  // tensors never overlap (GgufFile validates it), so an offset names one tensor.
-  std::set<uint64_t> expert_offsets;
-  for (const LayerExpertLayout& layer : experts.layers)
-    for (const ExpertTensorLayout* part : {&layer.gate, &layer.up, &layer.down})
-      expert_offsets.insert(part->file_offsets.begin(), part->file_offsets.end());
+  const std::set<uint64_t> expert_offsets = experts.slice_offsets();
   auto is_expert = [&](const gguf::TensorInfo& tensor) {
     return tensor.n_bytes > 0 && expert_offsets.contains(tensor.offset);
   };
