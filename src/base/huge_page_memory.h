@@ -16,12 +16,14 @@ namespace strata {
 inline constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 struct FreeHugePageMemory {
+  size_t mapped_bytes = 0;
   void operator()(uint8_t* p) const;
 };
 using HugePageMemory = std::unique_ptr<uint8_t, FreeHugePageMemory>;
 
-// `bytes` (> 0) of uninitialised memory at a 2 MiB boundary, which also satisfies `alignment`
-// (an O_DIRECT reader's, say); null when the allocation fails. REQUIRES: alignment <= 2 MiB.
+// `bytes` (> 0) of zeroed, never-touched memory at a 2 MiB boundary, which also satisfies
+// `alignment` (an O_DIRECT reader's, say); null when the allocation fails. REQUIRES: alignment <= 2
+// MiB.
 HugePageMemory allocate_on_huge_pages(size_t bytes, size_t alignment = 1);
 
 }  // namespace strata
