@@ -153,6 +153,22 @@ TEST(Cli, RepackedModelGeneratesTheSameText) {
   const auto units_text = strata("run -m " + units.string() + generate + " --arena 25%");
   ASSERT_EQ(units_text.exit_code, 0) << units_text.err;
   EXPECT_EQ(units_text.out, stacked_text.out);
+
+  const fs::path grouped = scratch() / "grouped.gguf";
+  fs::remove(grouped);
+  const auto regrouped =
+      strata("repack --grouped -m " + units.string() + " -o " + grouped.string());
+  ASSERT_EQ(regrouped.exit_code, 0) << regrouped.err;
+  EXPECT_NE(regrouped.err.find("each one range (40.50 KiB in layer 0), Q4_0 rows grouped"),
+            std::string::npos)
+      << regrouped.err;
+  EXPECT_NE(strata("inspect -m " + grouped.string()).out.find("Q4_0 rows grouped"),
+            std::string::npos);
+  for (const char* arena : {" --arena 25%", ""}) {
+    const auto grouped_text = strata("run -m " + grouped.string() + generate + arena);
+    ASSERT_EQ(grouped_text.exit_code, 0) << grouped_text.err;
+    EXPECT_EQ(grouped_text.out, stacked_text.out) << arena;
+  }
 }
 
 }  // namespace

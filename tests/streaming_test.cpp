@@ -151,16 +151,21 @@ INSTANTIATE_TEST_SUITE_P(Models, StreamingDeterminism,
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
 
 // The unit layout (`strata repack`): each unit one read, and the same logits, bit for bit, as
-// the stacked file all resident.
+// the stacked file all resident; also with Q4_0 rows stored grouped (--grouped), which the
+// arena then uses as read where the CPU has the grouped kernel and ungroups where it has not
+// (ctest golden_avx2).
 TEST(StreamingUnitLayout, MatchesTheStackedFileBitForBit) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("strata-unit-layout-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  for (const std::string& stacked : {bundled_model(), synthetic("tiny-qwen3moe-k256-q4_k_m")}) {
-    SCOPED_TRACE(stacked);
-    const std::string units = (dir / std::filesystem::path(stacked).filename()).string();
-    const auto repacked =
-        repack_model_file(stacked, units, ExpertFileLayout::kUnits, false, nullptr);
+  for (const auto& [stacked, grouped] :
+       {std::pair{bundled_model(), false}, std::pair{bundled_model(), true},
+        std::pair{synthetic("tiny-qwen3moe-k256-q4_k_m"), false}}) {
+    SCOPED_TRACE(stacked + (grouped ? " --grouped" : ""));
+    const std::string units =
+        (dir / ((grouped ? "grouped-" : "") + std::filesystem::path(stacked).filename().string()))
+            .string();
+    const auto repacked = repack_model_file(stacked, units, {.grouped_rows = grouped}, nullptr);
     ASSERT_TRUE(repacked.ok()) << repacked.status().message();
     const auto tokens = stacked == bundled_model() ? sequence("trained", "dev_code")
                                                    : sequence("synthetic", "seq64_rand");

@@ -30,6 +30,13 @@ struct ExpertTensorLayout {
   std::vector<const uint8_t*> resident;
   // Slices in memory, resident or read into the arena, are in row groups (quant/q4_0_groups.h).
   bool grouped_rows = false;
+  // The file stores the slices in row groups (strata repack --grouped).
+  bool grouped_in_file = false;
+  // What the arena does to a slice it has just read: group it (by its first product, see
+  // ExpertUnit) or ungroup it (before its first product) where the file's order is not the one
+  // in memory.
+  bool grouped_after_read() const { return grouped_rows && !grouped_in_file; }
+  bool ungrouped_after_read() const { return grouped_in_file && !grouped_rows; }
 };
 
 struct LayerExpertLayout {
@@ -65,9 +72,9 @@ struct ExpertUnit {
   const uint8_t* gate = nullptr;
   const uint8_t* up = nullptr;
   const uint8_t* down = nullptr;
-  // The slices whose layout says grouped_rows are still as the file has them (just read into
-  // the arena): the first product that uses them groups them in place, a task's rows at a time,
-  // while they are in its cache (cpu/matmul.h, Matrix::group_before_use).
+  // The slices whose layout says grouped_after_read() are still as the file has them (just read
+  // into the arena): the first product that uses them groups them in place, a task's rows at a
+  // time, while they are in its cache (cpu/matmul.h, Matrix::group_before_use).
   bool group_before_use = false;
 };
 

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/check.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -47,7 +48,7 @@ void StreamingExpertStore::submit_read(int layer, int32_t expert, int size_class
   Slot& s = slot(size_class, index);
   s.ticket = engine_->submit(reads.ranges(), priority);
   s.reading = true;
-  s.grouped = false;
+  s.claimed_since_read = false;
   s.error = Status();
 }
 
@@ -300,11 +301,23 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
     }
     need->claimed = true;
     ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
-    unit.group_before_use = !s.grouped;
-    s.grouped = true;
+    const bool fresh = !s.claimed_since_read;
+    if (fresh) ungroup_after_read(layer, unit);
+    unit.group_before_use = fresh;
+    s.claimed_since_read = true;
     claimed.push_back({need->expert, unit});
   }
   return claimed;
+}
+
+void StreamingExpertStore::ungroup_after_read(int layer, const ExpertUnit& unit) const {
+  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
+  for (const auto& [slice, bytes] :
+       {std::pair{&l.gate, unit.gate}, std::pair{&l.up, unit.up}, std::pair{&l.down, unit.down}}) {
+    // The slot's memory, which the claim owns until it hands the unit out.
+    if (slice->ungrouped_after_read())
+      ungroup_q4_0_rows(const_cast<uint8_t*>(bytes), slice->n_in, slice->n_out);
+  }
 }
 
 void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> experts) {

@@ -15,10 +15,12 @@
 // begin_layer() whether or not its read finished (if the read is still running, the slot
 // stays busy until it ends, which only costs time).
 //
-// Reads land as the file has them. Slices the layout marks grouped_rows are grouped
+// Reads land as the file has them. Slices the layout marks grouped_after_read() are grouped
 // (quant/q4_0_groups.h) by the products of the first claim after a read (ExpertUnit::
 // group_before_use): on the compute threads, a task's rows at a time, which then read them from
-// their cache; read-aheads dropped unused cost no grouping.
+// their cache; read-aheads dropped unused cost no grouping. A file repacked with --grouped has
+// them grouped already: nothing to do, unless this CPU lacks the grouped kernel, when the claim
+// ungroups them (ungrouped_after_read(), one thread, a fallback rather than a fast path).
 //
 // Thread-safety: one compute thread calls everything; reads run on the I/O engine's threads.
 #pragma once
@@ -68,11 +70,11 @@ class StreamingExpertStore final : public ExpertStore {
 
  private:
   struct Slot {
-    int32_t unit = -1;         // layer * n_expert + expert; -1 when free
-    bool speculative = false;  // loaded by prefetch, not yet needed
-    bool pinned = false;       // needed by the current layer, not yet released
-    bool reading = false;      // a read was submitted and not yet collected
-    bool grouped = false;      // claimed since its read: its slices are grouped where asked
+    int32_t unit = -1;                // layer * n_expert + expert; -1 when free
+    bool speculative = false;         // loaded by prefetch, not yet needed
+    bool pinned = false;              // needed by the current layer, not yet released
+    bool reading = false;             // a read was submitted and not yet collected
+    bool claimed_since_read = false;  // its slices are in the order the kernels read
     IoEngine::Ticket ticket = 0;
     int prefetch_rank = 0;
     Status error;  // a failed read, reported when the unit is claimed
@@ -85,6 +87,9 @@ class StreamingExpertStore final : public ExpertStore {
 
   StreamingExpertStore() = default;
   int32_t unit_id(int layer, int32_t expert) const { return layer * layout_.n_expert + expert; }
+  // Puts the slices of a unit just read that the file has grouped, and this CPU computes
+  // ungrouped, into the GGUF order.
+  void ungroup_after_read(int layer, const ExpertUnit& unit) const;
   Slot& slot(int size_class, int index) { return slots_[size_t(size_class)][size_t(index)]; }
   // A slot of `size_class` for a new unit: a free one, else an unused speculation, else the
   // policy's victim among unpinned resident units, else (on demand only) a settling slot.

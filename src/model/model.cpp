@@ -23,6 +23,7 @@ Result<std::shared_ptr<const Model>> Model::bind(std::shared_ptr<const gguf::Ggu
   if (!file->has("general.architecture"))
     return Status::errorf("{}: missing key general.architecture (not a model file?)", file->name());
   STRATA_ASSIGN_OR_RETURN(const std::string arch, file->get_string("general.architecture"));
+  STRATA_RETURN_IF_ERROR(check_row_groups_key(*file));
   for (const Architecture& candidate : architectures()) {
     if (candidate.name != arch) continue;
     STRATA_ASSIGN_OR_RETURN(BoundModel bound, candidate.bind(TensorBinder(

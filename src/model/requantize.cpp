@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_types.h"
 #include "model/model.h"
+#include "model/tensor_data.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -46,6 +49,7 @@ struct Requantizer {
   ProgressBar* progress;
   std::vector<std::vector<float>> scratch;  // one dequantized row per thread
   std::vector<uint8_t> buffer;              // one chunk of output rows
+  std::vector<uint8_t> ungrouped;           // one chunk of input rows, where the file groups them
 
   // Rows are independent, so any thread may take any row and the bytes never depend on the
   // thread count.
@@ -55,16 +59,24 @@ struct Requantizer {
     const int64_t n_rows = tensor.n_elements() / row_length;
     const size_t source_row_bytes = source.row_bytes(row_length);
     const size_t target_row_bytes = target.row_bytes(row_length);
-    const int64_t chunk_rows = std::max<int64_t>(1, int64_t(kChunkBytes / target_row_bytes));
-    const uint8_t* source_rows = input.tensor_data(tensor);
+    // Whole row groups per chunk, so that grouped input ungroups chunk by chunk.
+    const int64_t chunk_rows =
+        std::max<int64_t>(1, int64_t(kChunkBytes / target_row_bytes) / kQ4_0GroupRows) *
+        kQ4_0GroupRows;
+    const bool grouped = grouped_in_file(input, tensor);
     for (auto& row : scratch) row.resize(size_t(row_length));
     for (int64_t first = 0; first < n_rows; first += chunk_rows) {
       const int64_t n = std::min(chunk_rows, n_rows - first);
+      const uint8_t* source_rows = input.tensor_data(tensor) + size_t(first) * source_row_bytes;
+      if (grouped) {
+        ungrouped.assign(source_rows, source_rows + size_t(n) * source_row_bytes);
+        ungroup_q4_0_rows(ungrouped.data(), row_length, n);
+        source_rows = ungrouped.data();
+      }
       buffer.resize(size_t(n) * target_row_bytes);
       pool.parallel_for(n, [&](int64_t row, int thread) {
         float* values = scratch[size_t(thread)].data();
-        source.dequantize_row(source_rows + size_t(first + row) * source_row_bytes, values,
-                              row_length);
+        source.dequantize_row(source_rows + size_t(row) * source_row_bytes, values, row_length);
         target.quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
       });
       STRATA_RETURN_IF_ERROR(writer.write_tensor_data(buffer));
@@ -102,8 +114,9 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
   }
   STRATA_ASSIGN_OR_RETURN(summary.provenance, provenance(file, options.expert_type, source_types));
 
+  // The output keeps every row in the GGUF order (strata repack --grouped groups them again).
   for (const std::string& key : file.keys())
-    STRATA_RETURN_IF_ERROR(writer.copy_metadata(file, key));
+    if (key != kQ4_0RowGroupsKey) STRATA_RETURN_IF_ERROR(writer.copy_metadata(file, key));
   writer.set_string(kRequantizeProvenanceKey, summary.provenance);
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& tensor = file.tensors()[i];
@@ -127,7 +140,14 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
       STRATA_RETURN_IF_ERROR(requantizer.write(tensor));
       continue;
     }
-    STRATA_RETURN_IF_ERROR(writer.write_tensor_data({file.tensor_data(tensor), tensor.n_bytes}));
+    std::span<const uint8_t> bytes{file.tensor_data(tensor), tensor.n_bytes};
+    std::vector<uint8_t> ungrouped;
+    if (grouped_in_file(file, tensor)) {
+      ungrouped.assign(bytes.begin(), bytes.end());
+      ungroup_q4_0_rows(ungrouped.data(), tensor.shape[0], tensor.n_elements() / tensor.shape[0]);
+      bytes = ungrouped;
+    }
+    STRATA_RETURN_IF_ERROR(writer.write_tensor_data(bytes));
     if (options.progress) options.progress->advance(tensor.n_bytes);
   }
   return summary;

@@ -5,7 +5,9 @@
 // Model::describe() and the tensors at the offsets of its ExpertLayout (the stacked
 // blk.N.ffn_{gate,up,down}_exps) are rewritten. Every other tensor (embeddings, attention,
 // norms, routers, shared experts) and every metadata key are copied byte for byte, in the
-// file's order; the key kRequantizeProvenanceKey records what was done.
+// file's order; the key kRequantizeProvenanceKey records what was done. Rows that a file from
+// `strata repack --grouped` stores in row groups are written in the GGUF order again, and the
+// output does not carry model/tensor_data.h's kQ4_0RowGroupsKey.
 //
 // Each expert row is dequantized with the source format's reference dequantizer and quantized
 // with the target's reference quantizer (quant_traits.cpp): out = quantize(dequantize(in)).

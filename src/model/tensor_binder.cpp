@@ -5,6 +5,7 @@
 
 #include "gguf/tensor_types.h"
 #include "model/tensor_data.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -60,7 +61,18 @@ Result<Matrix> TensorBinder::matrix(const std::string& name, int64_t n_in, int64
   STRATA_ASSIGN_OR_RETURN(const gguf::TensorInfo* tensor, find(name, {n_in, n_out}));
   const uint8_t* bytes = data_ ? data_->data(*tensor) : nullptr;
   if (data_ && !bytes) return error(fmt::format("tensor {} is not loaded", name));
-  return Matrix{QuantType(tensor->type_id), bytes, n_in, n_out, data_ && data_->grouped(*tensor)};
+  STRATA_ASSIGN_OR_RETURN(const bool grouped, grouped_in_memory(*tensor));
+  return Matrix{QuantType(tensor->type_id), bytes, n_in, n_out, grouped};
+}
+
+Result<bool> TensorBinder::grouped_in_memory(const gguf::TensorInfo& tensor) const {
+  if (!data_ || !data_->grouped(tensor)) return false;
+  if (!groups_rows(QuantType(tensor.type_id), tensor.shape[1]))
+    return error(fmt::format(
+        "tensor {} has its rows grouped, and this CPU has no kernel for grouped rows (AVX-512 "
+        "VNNI); they must be copied and ungrouped first (load_resident_tensor_data does)",
+        tensor.name));
+  return true;
 }
 
 Result<Vector> TensorBinder::vector(const std::string& name, int64_t n) const {
@@ -108,7 +120,8 @@ Result<ExpertTensorLayout> TensorBinder::experts(int64_t layer, std::string_view
     if (bytes) layout.resident.push_back(bytes + within);
   }
   if (layout.resident.size() != size_t(n_expert)) layout.resident.clear();
-  if (data_) layout.grouped_rows = data_->grouped(*tensors.front());
+  STRATA_ASSIGN_OR_RETURN(layout.grouped_rows, grouped_in_memory(*tensors.front()));
+  layout.grouped_in_file = grouped_in_file(*file_, *tensors.front());
   return layout;
 }
 

@@ -47,6 +47,9 @@ class TensorBinder {
   Result<const gguf::TensorInfo*> find(const std::string& name,
                                        const std::vector<int64_t>& expected) const;
   Status error(std::string message) const;
+  // Whether the data's bytes of `tensor` are grouped rows; an error where they are and this CPU
+  // cannot compute with them in place.
+  Result<bool> grouped_in_memory(const gguf::TensorInfo& tensor) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
   std::string arch_;

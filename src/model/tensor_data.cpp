@@ -1,6 +1,7 @@
 #include "model/tensor_data.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "base/populate_mapping.h"
@@ -49,15 +50,39 @@ uint64_t dense_tensor_bytes(const gguf::GgufFile& file) {
   return bytes;
 }
 
-bool grouped_when_copied(const gguf::TensorInfo& tensor) {
-  return tensor.shape.size() >= 2 && tensor.name != "token_embd.weight" &&
-         groups_rows(QuantType(tensor.type_id), tensor.shape[1]);
+Status check_row_groups_key(const gguf::GgufFile& file) {
+  if (!file.has(kQ4_0RowGroupsKey)) return Status();
+  const Result<uint64_t> rows = file.get_uint(kQ4_0RowGroupsKey);
+  if (rows.ok() && rows.value() == uint64_t(kQ4_0GroupRows)) return Status();
+  return Status::errorf(
+      "{}: {} says Q4_0 rows are stored in groups of {}; this build of Strata reads groups of {} "
+      "only (write the file again with strata repack)",
+      file.name(), kQ4_0RowGroupsKey, rows.ok() ? std::to_string(rows.value()) : "(not a number)",
+      kQ4_0GroupRows);
 }
 
-bool has_tensors_grouped_when_copied(const gguf::GgufFile& file) {
+bool groupable(const gguf::TensorInfo& tensor) {
+  return tensor.shape.size() >= 2 && tensor.name != "token_embd.weight" &&
+         has_row_groups(QuantType(tensor.type_id), tensor.shape[1]);
+}
+
+bool grouped_when_copied(const gguf::TensorInfo& tensor) {
+  return groupable(tensor) && groups_rows(QuantType(tensor.type_id), tensor.shape[1]);
+}
+
+bool grouped_in_file(const gguf::GgufFile& file, const gguf::TensorInfo& tensor) {
+  return groupable(tensor) && file.has(kQ4_0RowGroupsKey);
+}
+
+bool copies_differ_from_file(const gguf::GgufFile& file) {
   for (const auto& tensor : file.tensors())
-    if (grouped_when_copied(tensor)) return true;
+    if (grouped_when_copied(tensor) != grouped_in_file(file, tensor)) return true;
   return false;
+}
+
+void reorder_rows(uint8_t* rows, int64_t n, int64_t n_rows, bool from_groups, bool to_groups) {
+  if (to_groups && !from_groups) group_q4_0_rows(rows, n, n_rows);
+  if (from_groups && !to_groups) ungroup_q4_0_rows(rows, n, n_rows);
 }
 
 Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::GgufFile& file,
@@ -145,9 +170,9 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
     const gguf::TensorInfo& tensor = *wanted[size_t(t)];
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
     // multiple of the group, so no group straddles two experts.
-    if (grouped_when_copied(tensor))
-      group_q4_0_rows(memory_at(run_of[size_t(t)], tensor.offset), tensor.shape[0],
-                      tensor.n_elements() / tensor.shape[0]);
+    reorder_rows(memory_at(run_of[size_t(t)], tensor.offset), tensor.shape[0],
+                 tensor.n_elements() / tensor.shape[0], grouped_in_file(file, tensor),
+                 grouped_when_copied(tensor));
   });
   for (size_t t = 0; t < wanted.size(); ++t)
     loaded->tensors_[wanted[t]->name] = memory_at(run_of[t], wanted[t]->offset);
@@ -161,7 +186,7 @@ const uint8_t* LoadedTensorData::data(const gguf::TensorInfo& tensor) const {
 
 Result<std::shared_ptr<const TensorData>> load_resident_tensor_data(const gguf::GgufFile& file,
                                                                     ProgressBar* progress) {
-  if (!has_tensors_grouped_when_copied(file)) {
+  if (!copies_differ_from_file(file)) {
     populate_mapping(file.bytes(), progress);
     return std::shared_ptr<const TensorData>(std::make_shared<MappedTensorData>(file));
   }

@@ -8,6 +8,10 @@
 // used in place in the mapping stay as the file has them. grouped() says which is which; the
 // arena groups the expert slices it reads by the same rule (grouped_when_copied).
 //
+// A file written by `strata repack --grouped` stores its Q4_0 matrices grouped already
+// (kQ4_0RowGroupsKey), so that neither loading nor the arena's reads group anything on a CPU
+// with the kernel; on one without it, copies are ungrouped instead, and the mapping is not used.
+//
 // In GGUF MoE files the routed experts are the only 3-D tensors (ffn_*_exps, [n_expert][rows]
 // [cols]), or, in the unit layout, the tensors named blk.N.ffn_{gate,up,down}.E.weight;
 // everything else is dense. LoadedTensorData relies on that rule.
@@ -37,12 +41,25 @@ class TensorData {
   virtual bool grouped(const gguf::TensorInfo& tensor) const = 0;
 };
 
-// Q4_0 matrices and expert stacks with whole groups of rows, on a CPU with the grouped kernel;
-// never the token embedding, which is read a row at a time.
+// Key of a file whose groupable tensors are stored in row groups; its value is the group's rows.
+inline constexpr std::string_view kQ4_0RowGroupsKey = "strata.q4_0_row_groups";
+// OK without the key, or with it set to the groups this build reads (8 rows, unsigned).
+Status check_row_groups_key(const gguf::GgufFile& file);
+
+// Q4_0 matrices and expert stacks with whole groups of rows, on any CPU; never the token
+// embedding, which is read a row at a time.
+bool groupable(const gguf::TensorInfo& tensor);
+// Groupable tensors, on a CPU with the grouped kernel.
 bool grouped_when_copied(const gguf::TensorInfo& tensor);
-// Whether any tensor of the file is: then resident mode copies the file's tensors rather than
-// computing on the mapping.
-bool has_tensors_grouped_when_copied(const gguf::GgufFile& file);
+// Groupable tensors of a file that has kQ4_0RowGroupsKey.
+bool grouped_in_file(const gguf::GgufFile& file, const gguf::TensorInfo& tensor);
+// Whether any tensor's copy would differ from the file's bytes (grouped_when_copied against
+// grouped_in_file): then resident mode copies the file's tensors rather than computing on the
+// mapping.
+bool copies_differ_from_file(const gguf::GgufFile& file);
+// Rewrites n_rows Q4_0 rows of n weights from one order to the other (grouped or not), or
+// leaves them where the two agree.
+void reorder_rows(uint8_t* rows, int64_t n, int64_t n_rows, bool from_groups, bool to_groups);
 
 class MappedTensorData final : public TensorData {
  public:
@@ -50,7 +67,9 @@ class MappedTensorData final : public TensorData {
   const uint8_t* data(const gguf::TensorInfo& tensor) const override {
     return file_.tensor_data(tensor);
   }
-  bool grouped(const gguf::TensorInfo&) const override { return false; }
+  bool grouped(const gguf::TensorInfo& tensor) const override {
+    return grouped_in_file(file_, tensor);
+  }
 
  private:
   const gguf::GgufFile& file_;
@@ -61,8 +80,9 @@ bool is_routed_expert_tensor(const gguf::TensorInfo& tensor);
 uint64_t dense_tensor_bytes(const gguf::GgufFile& file);
 
 // Tensors read with `reader` (O_DIRECT) into one aligned allocation, grouped where
-// grouped_when_copied says so. Tensors that follow each other in the file are read as one
-// range, so a file of many small tensors (the unit layout's) costs no widening per tensor.
+// grouped_when_copied says so (and ungrouped where the file's are grouped and it does not). Tensors
+// that follow each other in the file are read as one range, so a file of many small tensors (the
+// unit layout's) costs no widening per tensor.
 class LoadedTensorData final : public TensorData {
  public:
   enum class Contents { kDense, kAll };
@@ -83,7 +103,7 @@ class LoadedTensorData final : public TensorData {
 };
 
 // The tensor data of a model used all-resident: the file copied into memory and grouped when
-// it has tensors to group (has_tensors_grouped_when_copied), else the mapping, whose pages are
+// a copy would differ from the file (copies_differ_from_file), else the mapping, whose pages are
 // read in now. `progress` (may be null) counts the file's bytes. REQUIRES: `file` was opened
 // from its path (GgufFile::open), which the copy is read from.
 Result<std::shared_ptr<const TensorData>> load_resident_tensor_data(const gguf::GgufFile& file,

@@ -406,7 +406,7 @@ Status Transformer::compute_experts(int layer, std::span<const ClaimedExpert> ba
     auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in,
                      int64_t n_out) {
       return Matrix{t.type, bytes,          n_in,
-                    n_out,  t.grouped_rows, t.grouped_rows && unit.group_before_use};
+                    n_out,  t.grouped_rows, t.grouped_after_read() && unit.group_before_use};
     };
     gate[i] = slice(layout.gate, unit.gate, n_embd, n_ff);
     up[i] = slice(layout.up, unit.up, n_embd, n_ff);

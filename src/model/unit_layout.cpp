@@ -3,15 +3,19 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <span>
+#include <vector>
 
 #include "base/progress.h"
 #include "model/model.h"
 #include "model/tensor_binder.h"
+#include "model/tensor_data.h"
+#include "quant/q4_0_groups.h"
 
 namespace strata {
 
 Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> input,
-                                          ExpertFileLayout layout, gguf::GgufWriter& writer,
+                                          const RepackOptions& options, gguf::GgufWriter& writer,
                                           ProgressBar* progress) {
   const gguf::GgufFile& file = *input;
   STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(input));
@@ -22,7 +26,8 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
   };
 
   for (const std::string& key : file.keys())
-    STRATA_RETURN_IF_ERROR(writer.copy_metadata(file, key));
+    if (key != kQ4_0RowGroupsKey) STRATA_RETURN_IF_ERROR(writer.copy_metadata(file, key));
+  if (options.grouped_rows) writer.set_uint32(kQ4_0RowGroupsKey, uint32_t(kQ4_0GroupRows));
   RepackSummary summary;
   auto declare = [&](std::string name, std::vector<int64_t> shape, QuantType type) -> Status {
     STRATA_ASSIGN_OR_RETURN(const uint64_t n_bytes,
@@ -37,7 +42,7 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
   for (int layer = 0; layer < experts.n_layer(); ++layer) {
     const LayerExpertLayout& l = experts.layers[size_t(layer)];
     const ExpertTensorLayout* parts[] = {&l.gate, &l.up, &l.down};
-    if (layout == ExpertFileLayout::kStacked) {
+    if (options.layout == ExpertFileLayout::kStacked) {
       for (int s = 0; s < 3; ++s)
         STRATA_RETURN_IF_ERROR(
             declare(layer_tensor(layer, fmt::format("{}_exps.weight", kStems[s])),
@@ -54,37 +59,55 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
   if (!experts.layers.empty()) summary.unit_bytes = experts.layers[0].unit_bytes();
 
   STRATA_RETURN_IF_ERROR(writer.begin());
-  auto copy = [&](uint64_t offset, uint64_t n_bytes) -> Status {
-    STRATA_RETURN_IF_ERROR(writer.write_tensor_data({file.bytes().data() + offset, n_bytes}));
+  // Bytes are copied as they are, except Q4_0 rows whose order (grouped or not) changes.
+  std::vector<uint8_t> reordered;
+  auto copy = [&](uint64_t offset, uint64_t n_bytes, int64_t n_in, bool from_groups,
+                  bool to_groups) -> Status {
+    std::span<const uint8_t> bytes = file.bytes().subspan(offset, n_bytes);
+    if (from_groups != to_groups) {
+      reordered.assign(bytes.begin(), bytes.end());
+      const int64_t n_rows = int64_t(n_bytes / quant_traits(QuantType::kQ4_0).row_bytes(n_in));
+      reorder_rows(reordered.data(), n_in, n_rows, from_groups, to_groups);
+      bytes = reordered;
+    }
+    STRATA_RETURN_IF_ERROR(writer.write_tensor_data(bytes));
     if (progress) progress->advance(n_bytes);
     return Status();
   };
-  for (const gguf::TensorInfo& tensor : file.tensors())
-    if (!is_expert(tensor)) STRATA_RETURN_IF_ERROR(copy(tensor.offset, tensor.n_bytes));
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    if (is_expert(tensor)) continue;
+    STRATA_RETURN_IF_ERROR(copy(tensor.offset, tensor.n_bytes, tensor.shape[0],
+                                grouped_in_file(file, tensor),
+                                options.grouped_rows && groupable(tensor)));
+  }
   const size_t n_expert = size_t(experts.n_expert);
+  auto copy_slice = [&](const ExpertTensorLayout& part, size_t expert) {
+    return copy(part.file_offsets[expert], part.expert_bytes, part.n_in, part.grouped_in_file,
+                options.grouped_rows && has_row_groups(part.type, part.n_out));
+  };
   for (const LayerExpertLayout& l : experts.layers) {
     const ExpertTensorLayout* parts[] = {&l.gate, &l.up, &l.down};
-    if (layout == ExpertFileLayout::kStacked) {
+    if (options.layout == ExpertFileLayout::kStacked) {
       for (const ExpertTensorLayout* part : parts)
         for (size_t expert = 0; expert < n_expert; ++expert)
-          STRATA_RETURN_IF_ERROR(copy(part->file_offsets[expert], part->expert_bytes));
+          STRATA_RETURN_IF_ERROR(copy_slice(*part, expert));
     } else {
       for (size_t expert = 0; expert < n_expert; ++expert)
         for (const ExpertTensorLayout* part : parts)
-          STRATA_RETURN_IF_ERROR(copy(part->file_offsets[expert], part->expert_bytes));
+          STRATA_RETURN_IF_ERROR(copy_slice(*part, expert));
     }
   }
   return summary;
 }
 
 Result<RepackSummary> repack_model_file(const std::string& input_path,
-                                        const std::string& output_path, ExpertFileLayout layout,
-                                        bool overwrite, ProgressBar* progress) {
+                                        const std::string& output_path,
+                                        const RepackOptions& options, ProgressBar* progress) {
   STRATA_ASSIGN_OR_RETURN(const auto input, gguf::GgufFile::open(input_path));
-  STRATA_RETURN_IF_ERROR(gguf::check_derived_output(input_path, output_path, overwrite));
+  STRATA_RETURN_IF_ERROR(gguf::check_derived_output(input_path, output_path, options.overwrite));
   gguf::GgufWriter writer(output_path);
   STRATA_ASSIGN_OR_RETURN(RepackSummary summary,
-                          write_expert_layout(input, layout, writer, progress));
+                          write_expert_layout(input, options, writer, progress));
   STRATA_RETURN_IF_ERROR(writer.finish());
   return summary;
 }

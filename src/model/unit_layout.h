@@ -4,7 +4,9 @@
 // of expert 1, ...), so that the expert store reads a unit with one request instead of three
 // far-apart ones (experts/expert_layout.h). Nothing is converted: every slice's bytes, every
 // dense tensor and every metadata key are copied unchanged, and the model computes the same
-// logits, bit for bit, from either file.
+// logits, bit for bit, from either file. The one exception is asked for: --grouped stores Q4_0
+// rows in the order the AVX-512 kernel reads (RepackOptions::grouped_rows), still the same
+// weights and logits.
 //
 // Small units gain the most: strata-tiny-moe's 40.5 KiB units are three 13.5 KiB reads in a
 // stacked file, and reads that small are bound by the disk's reads per second, not its
@@ -36,6 +38,15 @@ enum class ExpertFileLayout {
   kStacked,  // three tensors per layer, as llama.cpp writes them
 };
 
+struct RepackOptions {
+  ExpertFileLayout layout = ExpertFileLayout::kUnits;
+  // Store Q4_0 matrices in row groups (quant/q4_0_groups.h, model/tensor_data.h), the order
+  // the AVX-512 kernel reads: nothing to group when loading or after each read of an expert.
+  // Only Strata reads such a file; without it, rows are written in the GGUF order.
+  bool grouped_rows = false;
+  bool overwrite = false;  // replace an existing output (never the input)
+};
+
 struct RepackSummary {
   int n_units = 0;
   uint64_t unit_bytes = 0;    // bytes of one unit of layer 0
@@ -43,17 +54,17 @@ struct RepackSummary {
   uint64_t tensor_bytes = 0;  // every tensor of the output
 };
 
-// Declares `input`'s metadata and tensors in `writer` with the experts in `layout`, begins it
-// and writes every tensor; the caller calls writer.finish(). `progress` (may be null) advances
-// by the bytes of each tensor written. REQUIRES: nothing was added to `writer` yet.
+// Declares `input`'s metadata and tensors in `writer` with the experts in `options.layout`,
+// begins it and writes every tensor; the caller calls writer.finish(). `progress` (may be null)
+// advances by the bytes of each tensor written. REQUIRES: nothing was added to `writer` yet.
 Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> input,
-                                          ExpertFileLayout layout, gguf::GgufWriter& writer,
+                                          const RepackOptions& options, gguf::GgufWriter& writer,
                                           ProgressBar* progress);
 
-// Opens `input_path`, writes `output_path` with the experts in `layout`. Refuses to replace the
-// input (or a link to it), and an existing output unless `overwrite`.
+// Opens `input_path`, writes `output_path` as `options` say. Refuses to replace the input (or a
+// link to it), and an existing output unless `options.overwrite`.
 Result<RepackSummary> repack_model_file(const std::string& input_path,
-                                        const std::string& output_path, ExpertFileLayout layout,
-                                        bool overwrite, ProgressBar* progress);
+                                        const std::string& output_path,
+                                        const RepackOptions& options, ProgressBar* progress);
 
 }  // namespace strata

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/cpu_features.h"
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "model/kv_cache.h"
@@ -36,8 +37,8 @@ constexpr size_t kPage = 4096;
 class UnitLayoutTest : public testing::ScratchDirectoryTest {
  protected:
   std::shared_ptr<const gguf::GgufFile> repack(const std::string& input, const std::string& name,
-                                               ExpertFileLayout layout = ExpertFileLayout::kUnits) {
-    const auto summary = repack_model_file(input, path(name), layout, false, nullptr);
+                                               RepackOptions options = {}) {
+    const auto summary = repack_model_file(input, path(name), options, nullptr);
     EXPECT_TRUE(summary.ok()) << summary.status().message();
     auto file = gguf::GgufFile::open(path(name));
     EXPECT_TRUE(file.ok()) << file.status().message();
@@ -150,7 +151,8 @@ TEST_F(UnitLayoutTest, RepackingTwiceChangesNothing) {
 TEST_F(UnitLayoutTest, StackedAgainIsTheOriginalsTensors) {
   const auto original = open_gguf(kBundled);
   ASSERT_TRUE(repack(kBundled, "units.gguf"));
-  const auto stacked = repack(path("units.gguf"), "stacked.gguf", ExpertFileLayout::kStacked);
+  const auto stacked =
+      repack(path("units.gguf"), "stacked.gguf", {.layout = ExpertFileLayout::kStacked});
   ASSERT_TRUE(original && stacked);
   ASSERT_EQ(stacked->tensors().size(), original->tensors().size());
   for (const gguf::TensorInfo& tensor : original->tensors()) {
@@ -187,12 +189,11 @@ TEST_F(UnitLayoutTest, RequantizingKeepsTheUnitLayout) {
 TEST_F(UnitLayoutTest, NeverReplacesItsInputOrAnExistingFile) {
   const auto input = repack(kBundled, "model.gguf");
   ASSERT_TRUE(input);
-  const auto onto_input = repack_model_file(path("model.gguf"), path("model.gguf"),
-                                            ExpertFileLayout::kUnits, true, nullptr);
+  const auto onto_input =
+      repack_model_file(path("model.gguf"), path("model.gguf"), {.overwrite = true}, nullptr);
   ASSERT_FALSE(onto_input.ok());
   EXPECT_NE(onto_input.status().message().find("is the input file"), std::string::npos);
-  const auto existing =
-      repack_model_file(kBundled, path("model.gguf"), ExpertFileLayout::kUnits, false, nullptr);
+  const auto existing = repack_model_file(kBundled, path("model.gguf"), {}, nullptr);
   ASSERT_FALSE(existing.ok());
   EXPECT_NE(existing.status().message().find("already exists"), std::string::npos);
   EXPECT_TRUE(std::ranges::equal(open_gguf(path("model.gguf"))->bytes(), input->bytes()));
@@ -241,6 +242,102 @@ TEST_F(UnitLayoutTest, OddExpertTensorsAreOneClearError) {
     EXPECT_EQ(model.status().message().find('\n'), std::string::npos);
     std::filesystem::remove(path("odd.gguf"));
   }
+}
+
+// --grouped: Q4_0 matrices stored in row groups. Where the CPU has the grouped kernel the file is
+// computed on in place (memory-mapped, nothing to group); without it (ctest model_avx2) its
+// copies are ungrouped. Either way the logits are the original's, bit for bit.
+TEST_F(UnitLayoutTest, GroupedRowsComputeTheSameLogitsBitForBit) {
+  for (const std::string& input_path : {golden_model("tiny-qwen2moe-q4_0.gguf"), kBundled}) {
+    SCOPED_TRACE(input_path);
+    const auto input = open_gguf(input_path);
+    const auto grouped = repack(input_path, "grouped.gguf", {.grouped_rows = true});
+    ASSERT_TRUE(input && grouped);
+    EXPECT_TRUE(check_row_groups_key(*grouped).ok());
+    EXPECT_EQ(copies_differ_from_file(*grouped), !avx512_vnni());
+    int reordered = 0;
+    for (const gguf::TensorInfo& tensor : input->tensors()) {
+      if (is_routed_expert_tensor(tensor)) continue;
+      const gguf::TensorInfo* copy = grouped->find_tensor(tensor.name);
+      ASSERT_NE(copy, nullptr) << tensor.name;
+      const bool same = std::ranges::equal(bytes_at(*input, tensor.offset, tensor.n_bytes),
+                                           bytes_at(*grouped, copy->offset, copy->n_bytes));
+      EXPECT_EQ(same, !groupable(tensor)) << tensor.name;
+      reordered += !same;
+    }
+    EXPECT_GT(reordered, 0);
+    const std::vector<float> want = logits_of(input_path), got = logits_of(path("grouped.gguf"));
+    ASSERT_FALSE(want.empty());
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+    std::filesystem::remove(path("grouped.gguf"));
+  }
+}
+
+// The way back from --grouped: stacked, rows in the GGUF order, every tensor as the original's.
+TEST_F(UnitLayoutTest, GroupedRowsStackedAgainAreTheOriginalsTensors) {
+  const auto original = open_gguf(kBundled);
+  ASSERT_TRUE(repack(kBundled, "grouped.gguf", {.grouped_rows = true}));
+  const auto stacked =
+      repack(path("grouped.gguf"), "stacked.gguf", {.layout = ExpertFileLayout::kStacked});
+  ASSERT_TRUE(original && stacked);
+  EXPECT_FALSE(stacked->has(kQ4_0RowGroupsKey));
+  ASSERT_EQ(stacked->tensors().size(), original->tensors().size());
+  for (const gguf::TensorInfo& tensor : original->tensors()) {
+    const gguf::TensorInfo* again = stacked->find_tensor(tensor.name);
+    ASSERT_NE(again, nullptr) << tensor.name;
+    EXPECT_TRUE(std::ranges::equal(bytes_at(*original, tensor.offset, tensor.n_bytes),
+                                   bytes_at(*stacked, again->offset, again->n_bytes)))
+        << tensor.name;
+  }
+}
+
+// quantize reads grouped rows in their order and writes the GGUF order: the same file as from
+// the plain unit layout.
+TEST_F(UnitLayoutTest, RequantizingGroupedRowsGivesThePlainFilesTensors) {
+  ASSERT_TRUE(repack(kBundled, "units.gguf"));
+  ASSERT_TRUE(repack(kBundled, "grouped.gguf", {.grouped_rows = true}));
+  RequantizeOptions options;
+  options.expert_type = QuantType::kQ8_0;
+  for (const char* name : {"units", "grouped"}) {
+    const auto summary = requantize_model_file(path(std::string(name) + ".gguf"),
+                                               path(std::string(name) + "-q8_0.gguf"), options);
+    ASSERT_TRUE(summary.ok()) << summary.status().message();
+  }
+  const auto plain = open_gguf(path("units-q8_0.gguf"));
+  const auto from_grouped = open_gguf(path("grouped-q8_0.gguf"));
+  ASSERT_TRUE(plain && from_grouped);
+  EXPECT_FALSE(from_grouped->has(kQ4_0RowGroupsKey));
+  ASSERT_EQ(from_grouped->tensors().size(), plain->tensors().size());
+  for (const gguf::TensorInfo& tensor : plain->tensors()) {
+    const gguf::TensorInfo* other = from_grouped->find_tensor(tensor.name);
+    ASSERT_NE(other, nullptr) << tensor.name;
+    EXPECT_TRUE(std::ranges::equal(bytes_at(*plain, tensor.offset, tensor.n_bytes),
+                                   bytes_at(*from_grouped, other->offset, other->n_bytes)))
+        << tensor.name;
+  }
+}
+
+TEST_F(UnitLayoutTest, UnknownRowGroupsAreOneClearError) {
+  const auto grouped =
+      repack(golden_model("tiny-qwen2moe-q4_0.gguf"), "grouped.gguf", {.grouped_rows = true});
+  ASSERT_TRUE(grouped);
+  gguf::GgufWriter writer(path("groups-of-4.gguf"));
+  for (const std::string& key : grouped->keys())
+    ASSERT_TRUE(writer.copy_metadata(*grouped, key).ok());
+  writer.set_uint32(kQ4_0RowGroupsKey, 4);
+  for (const gguf::TensorInfo& tensor : grouped->tensors())
+    ASSERT_TRUE(writer.add_tensor(tensor.name, tensor.shape, tensor.type_id).ok());
+  ASSERT_TRUE(writer.begin().ok());
+  for (const gguf::TensorInfo& tensor : grouped->tensors())
+    ASSERT_TRUE(writer.write_tensor_data({grouped->tensor_data(tensor), tensor.n_bytes}).ok());
+  ASSERT_TRUE(writer.finish().ok());
+  const auto model = Model::describe(open_gguf(path("groups-of-4.gguf")));
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("strata.q4_0_row_groups says Q4_0 rows are stored in "
+                                          "groups of 4; this build of Strata reads groups of 8"),
+            std::string::npos)
+      << model.status().message();
 }
 
 TEST(UnitLayoutNames, RoutedExpertTensorsAreKnownByName) {

@@ -25,15 +25,24 @@ namespace strata {
 inline constexpr int kQ4_0GroupRows = 8;
 inline constexpr size_t kQ4_0GroupBlockBytes = kQ4_0GroupRows * 18;  // scales, then quants
 
-// Whether matrices of this type and row count are grouped on this CPU: Q4_0, rows a multiple of
-// 8, and the AVX-512 VNNI kernel available (STRATA_SIMD=avx2 turns it off, like every AVX-512
-// kernel). Whoever copies weights into memory applies it; weights used in place (a memory-mapped
-// file) stay in the file's layout.
+// Whether a matrix of this type and row count can be in row groups, on any CPU: Q4_0, rows a
+// multiple of 8. Files repacked with --grouped store such matrices grouped (model/tensor_data.h).
+bool has_row_groups(QuantType type, int64_t n_rows);
+
+// Whether matrices of this type and row count are grouped on this CPU: has_row_groups, and the
+// AVX-512 VNNI kernel available (STRATA_SIMD=avx2 turns it off, like every AVX-512 kernel).
+// Whoever copies weights into memory applies it; weights used in place (a memory-mapped file)
+// stay in the file's layout.
 bool groups_rows(QuantType type, int64_t n_rows);
 
-// Rearranges n_rows (a multiple of 8) Q4_0 rows of n weights, in place. The bytes keep their
-// size; only their order changes. Needs AVX-512 (F, BW, VL), as everything that uses grouped rows.
+// Rearranges n_rows (a multiple of 8) Q4_0 rows of n weights into row groups, in place. The
+// bytes keep their size; only their order changes. Fast with AVX-512 (F, BW, VL), which decode
+// uses on expert units just read; portable without it (a file writer on any CPU).
 void group_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows);
+// The way back: n_rows grouped rows into the GGUF layout, in place. Portable.
+void ungroup_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows);
+// group_q4_0_rows's AVX-512 form. REQUIRES: AVX-512 F, BW and VL.
+void group_q4_0_rows_avx512(uint8_t* rows, int64_t n, int64_t n_rows);
 
 // Row `row` of grouped Q4_0 rows, as floats: the reference the kernel is tested against.
 void dequantize_grouped_q4_0_row(const uint8_t* rows, int64_t n, int64_t row, float* out);

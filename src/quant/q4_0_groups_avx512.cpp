@@ -132,7 +132,7 @@ void dot_group(const float* table, const uint8_t* group, int64_t n_blocks, const
 // store of the 8 scales and two 64-byte stores of the 8 rows' quants; meanwhile the next group
 // is prefetched, so that its copy reads from L2 (grouping runs inside decode's tasks on expert
 // units just read from disk: 18 % of a 25 %-arena decode profile with plain copies).
-void group_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows) {
+void group_q4_0_rows_avx512(uint8_t* rows, int64_t n, int64_t n_rows) {
   STRATA_CHECK_EQ(n_rows % kQ4_0GroupRows, 0);
   const int64_t n_blocks = n / 32;
   const size_t row_bytes = size_t(n_blocks) * sizeof(BlockQ4_0);
@@ -156,7 +156,8 @@ void group_q4_0_rows(uint8_t* rows, int64_t n, int64_t n_rows) {
     std::memcpy(copy, group, group_bytes);
     for (int64_t b = 0; b < n_blocks; ++b) {
       if (has_next) {
-        const char* next = reinterpret_cast<const char*>(group) + group_bytes + b * int64_t(kQ4_0GroupBlockBytes);
+        const char* next =
+            reinterpret_cast<const char*>(group) + group_bytes + b * int64_t(kQ4_0GroupBlockBytes);
         _mm_prefetch(next, _MM_HINT_T1);
         _mm_prefetch(next + 64, _MM_HINT_T1);
         _mm_prefetch(next + 128, _MM_HINT_T1);

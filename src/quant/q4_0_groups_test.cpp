@@ -66,8 +66,9 @@ Reference reference(const Problem& p, int64_t row, int c) {
   return {dot, double(p.n / 32 + 8) * 0x1p-24 * magnitude + 1e-30};
 }
 
+// On any CPU: with AVX-512 the fast form, else (STRATA_SIMD=avx2, ctest quant_avx2) the portable
+// one that file writers use on such CPUs.
 TEST(Q4_0Groups, GroupingKeepsEveryWeight) {
-  if (!avx512_vnni()) GTEST_SKIP() << "CPU lacks AVX-512 VNNI (or STRATA_SIMD keeps to AVX2)";
   std::mt19937 rng(1);
   for (int64_t n : {32, 96, 2048}) {
     const Problem p = make_problem(n, 24, rng);
@@ -77,6 +78,18 @@ TEST(Q4_0Groups, GroupingKeepsEveryWeight) {
       dequantize_grouped_q4_0_row(p.grouped.data(), n, row, got.data());
       ASSERT_EQ(want, got) << "n " << n << " row " << row;
     }
+  }
+}
+
+TEST(Q4_0Groups, UngroupingGivesBackTheFileRows) {
+  std::mt19937 rng(2);
+  for (int64_t n : {32, 96, 2048}) {
+    const Problem p = make_problem(n, 24, rng);
+    std::vector<uint8_t> rows = p.grouped;
+    ungroup_q4_0_rows(rows.data(), n, p.n_rows);
+    EXPECT_EQ(rows, p.file_rows) << "n " << n;
+    group_q4_0_rows(rows.data(), n, p.n_rows);
+    EXPECT_EQ(rows, p.grouped) << "n " << n;
   }
 }
 

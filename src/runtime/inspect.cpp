@@ -7,6 +7,7 @@
 #include "gguf/tensor_types.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/tensor_data.h"
 #include "runtime/byte_size.h"
 
 namespace strata {
@@ -45,7 +46,7 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
     for (const std::string& key : file->keys())
       out += fmt::format("  {} = {}\n", key, file->describe(key));
   }
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::describe(file));
   append_config(model->config(), out);
 
   if (options.list_tensors) {
@@ -72,9 +73,11 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
   // O_DIRECT's usual alignment; the store asks the file's reader for the real one.
   constexpr size_t kPageBytes = 4096;
   out += experts.most_reads_per_unit(kPageBytes) == 1
-             ? "expert layout     unit layout: each unit one read\n"
+             ? "expert layout     unit layout: each unit one read"
              : "expert layout     stacked: each unit three reads (strata repack writes the unit "
-               "layout: one)\n";
+               "layout: one)";
+  out += model->file().has(kQ4_0RowGroupsKey) ? "; Q4_0 rows grouped (strata repack --grouped)\n"
+                                              : "\n";
   out += fmt::format("dense weights     {}\n", format_bytes(model->dense_bytes()));
   const int64_t n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
   out += fmt::format("KV cache          {} at {} tokens (F32)\n",

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/cpu_features.h"
 #include "base/progress.h"
 #include "experts/expert_arena.h"
 #include "experts/file_reader.h"
@@ -33,9 +34,24 @@ int default_io_depth(const ExpertLayout& experts, int io_threads, size_t alignme
   return std::max(1, 6 * io_threads / experts.most_reads_per_unit(alignment));
 }
 
+// What the arena does to the Q4_0 rows it reads, for the store's description.
+struct ExpertRowOrder {
+  bool grouped_in_file = false, grouped_after_read = false, ungrouped_after_read = false;
+};
+ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
+  ExpertRowOrder order;
+  for (const LayerExpertLayout& l : layout.layers)
+    for (const ExpertTensorLayout* slice : {&l.gate, &l.up, &l.down}) {
+      order.grouped_in_file |= slice->grouped_in_file;
+      order.grouped_after_read |= slice->grouped_after_read();
+      order.ungrouped_after_read |= slice->ungrouped_after_read();
+    }
+  return order;
+}
+
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
-  const bool copied = has_tensors_grouped_when_copied(*file);
+  const bool copied = copies_differ_from_file(*file);
   // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
   if (const uint64_t available = available_memory_bytes();
       copied && available > 0 && file->file_size() > available)
@@ -50,8 +66,14 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
                           load_resident_tensor_data(*file, progress ? &*progress : nullptr));
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
   session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
-  session.store = copied ? "all experts resident (read into memory, Q4_0 rows grouped)"
-                         : "all experts resident (memory-mapped)";
+  const bool grouped = file->has(kQ4_0RowGroupsKey);
+  session.store =
+      copied ? (avx512_vnni() ? "all experts resident (read into memory, Q4_0 rows grouped)"
+                              : "all experts resident (read into memory, Q4_0 rows ungrouped "
+                                "for this CPU)")
+             : (grouped ? "all experts resident (memory-mapped, Q4_0 rows grouped "
+                          "in the file)"
+                        : "all experts resident (memory-mapped)");
   return Status();
 }
 
@@ -117,15 +139,20 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
     STRATA_RETURN_IF_ERROR(store->preload(hottest));
   }
   const int reads_per_unit = layout.most_reads_per_unit(reader->alignment());
-  if (!options.quiet && reads_per_unit > 1 && !layout.has_large_units())
-    std::fputs(
-        "note: this file stores each expert as three small reads; `strata repack` writes the "
-        "unit layout, one read each, which streams small experts faster\n",
-        stderr);
+  const bool split_reads = reads_per_unit > 1 && !layout.has_large_units();
+  const ExpertRowOrder rows = expert_row_order(session.model->weights().experts);
+  if (!options.quiet && (split_reads || rows.grouped_after_read))
+    std::fprintf(
+        stderr,
+        "note: `strata repack --grouped` writes this model with %s%s%s, which streams "
+        "faster\n",
+        split_reads ? "each expert one read instead of three small ones" : "",
+        split_reads && rows.grouped_after_read ? " and " : "",
+        rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
   const ExpertArena& arena = store->arena();
   session.store = fmt::format(
       "experts streamed into a {} arena of {} slots ({} of {} units, {} "
-      "policy, {} I/O threads, {} ({} in flight, {} a unit){})",
+      "policy, {} I/O threads, {} ({} in flight, {} a unit){}{})",
       format_bytes(arena.bytes()), arena.total_slots(),
       fmt::format("{:.0f} %",
                   100.0 * arena.total_slots() / double(config.n_layer * config.n_expert)),
@@ -133,7 +160,11 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
       io_backend_name(store->io_backend()),
       store->io_backend() == IoBackend::kUring ? store_options.io_depth : options.io_threads,
       reads_per_unit == 1 ? "one read" : "three reads",
-      reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here");
+      reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here",
+      rows.grouped_after_read     ? ", Q4_0 rows grouped after each read"
+      : rows.ungrouped_after_read ? ", Q4_0 rows ungrouped after each read (no grouped kernel)"
+      : rows.grouped_in_file      ? ", Q4_0 rows grouped in the file"
+                                  : "");
   session.experts = std::move(store);
   return Status();
 }

@@ -1,6 +1,7 @@
-// strata repack -m IN.gguf -o OUT.gguf [--force]: the same model in the unit layout, each
-// expert unit one range of the file, so the expert store reads it with one request
-// (model/unit_layout.h). Bytes are copied, never converted.
+// strata repack -m IN.gguf -o OUT.gguf [--layout units|stacked] [--grouped] [--force]: the same
+// model in the unit layout, each expert unit one range of the file, so the expert store reads
+// it with one request (model/unit_layout.h). Bytes are copied, never converted, except Q4_0
+// rows put into (or out of) row groups.
 #include <cstdio>
 #include <memory>
 
@@ -14,26 +15,29 @@ namespace {
 
 struct RepackFlags : ModelRewriteFlags {
   std::string layout = "units";
+  bool grouped = false;
 };
 
 int repack(const RepackFlags& flags) {
-  const ExpertFileLayout layout =
-      flags.layout == "stacked" ? ExpertFileLayout::kStacked : ExpertFileLayout::kUnits;
+  const RepackOptions options{
+      .layout = flags.layout == "stacked" ? ExpertFileLayout::kStacked : ExpertFileLayout::kUnits,
+      .grouped_rows = flags.grouped,
+      .overwrite = flags.force};
+  const ExpertFileLayout layout = options.layout;
   Result<RepackSummary> summary = Status::error("not run");
   {
     ProgressBar progress("repack", flags.input_bytes());
-    summary =
-        repack_model_file(flags.input_path, flags.output_path, layout, flags.force, &progress);
+    summary = repack_model_file(flags.input_path, flags.output_path, options, &progress);
   }
   if (!summary.ok()) return report_failure(summary.status());
   const RepackSummary& s = summary.value();
   std::fprintf(stderr,
-               "wrote %s: %d expert units, %s (%.2f KiB in layer 0), %.1f MiB of experts; all "
-               "tensors %.1f MiB\n",
+               "wrote %s: %d expert units, %s (%.2f KiB in layer 0)%s, %.1f MiB of experts; "
+               "all tensors %.1f MiB\n",
                flags.output_path.c_str(), s.n_units,
                layout == ExpertFileLayout::kUnits ? "each one range" : "stacked by layer",
-               double(s.unit_bytes) / 1024, double(s.expert_bytes) / 1048576,
-               double(s.tensor_bytes) / 1048576);
+               options.grouped_rows ? ", Q4_0 rows grouped" : "", double(s.unit_bytes) / 1024,
+               double(s.expert_bytes) / 1048576, double(s.tensor_bytes) / 1048576);
   return 0;
 }
 
@@ -53,6 +57,11 @@ void add_repack_command(CLI::App& app, Action& action) {
                    "units (default): one read per expert; stacked: three tensors per layer, as "
                    "llama.cpp writes them (the way back)")
       ->check(CLI::IsMember({"units", "stacked"}));
+  command->add_flag(
+      "--grouped", flags->grouped,
+      "store Q4_0 matrices in row groups, the order Strata's AVX-512 kernel reads, so that "
+      "neither loading nor each read of an expert regroups them (CPUs without the kernel "
+      "ungroup them instead); without it, rows are written in the GGUF order");
   command->callback([&action, flags] { action = [flags] { return repack(*flags); }; });
 }
 
