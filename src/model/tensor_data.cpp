@@ -74,9 +74,9 @@ bool grouped_in_file(const gguf::GgufFile& file, const gguf::TensorInfo& tensor)
   return groupable(tensor) && file.has(kQ4_0RowGroupsKey);
 }
 
-bool copies_differ_from_file(const gguf::GgufFile& file) {
+bool copied_when_resident(const gguf::GgufFile& file) {
   for (const auto& tensor : file.tensors())
-    if (grouped_when_copied(tensor) != grouped_in_file(file, tensor)) return true;
+    if (grouped_when_copied(tensor) || grouped_in_file(file, tensor)) return true;
   return false;
 }
 
@@ -186,7 +186,7 @@ const uint8_t* LoadedTensorData::data(const gguf::TensorInfo& tensor) const {
 
 Result<std::shared_ptr<const TensorData>> load_resident_tensor_data(const gguf::GgufFile& file,
                                                                     ProgressBar* progress) {
-  if (!copies_differ_from_file(file)) {
+  if (!copied_when_resident(file)) {
     populate_mapping(file.bytes(), progress);
     return std::shared_ptr<const TensorData>(std::make_shared<MappedTensorData>(file));
   }

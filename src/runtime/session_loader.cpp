@@ -51,7 +51,7 @@ ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
 
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
-  const bool copied = copies_differ_from_file(*file);
+  const bool copied = copied_when_resident(*file);
   // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
   if (const uint64_t available = available_memory_bytes();
       copied && available > 0 && file->file_size() > available)
@@ -67,13 +67,12 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
   session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
   const bool grouped = file->has(kQ4_0RowGroupsKey);
-  session.store =
-      copied ? (avx512_vnni() ? "all experts resident (read into memory, Q4_0 rows grouped)"
-                              : "all experts resident (read into memory, Q4_0 rows ungrouped "
-                                "for this CPU)")
-             : (grouped ? "all experts resident (memory-mapped, Q4_0 rows grouped "
-                          "in the file)"
-                        : "all experts resident (memory-mapped)");
+  session.store = !copied          ? "all experts resident (memory-mapped)"
+                  : !avx512_vnni() ? "all experts resident (read into memory, Q4_0 rows "
+                                     "ungrouped for this CPU)"
+                  : grouped        ? "all experts resident (read into memory, Q4_0 rows grouped "
+                                     "in the file)"
+                                   : "all experts resident (read into memory, Q4_0 rows grouped)";
   return Status();
 }
 
