@@ -49,6 +49,20 @@ std::span<const uint8_t> bytes_at(const gguf::GgufFile& file, uint64_t offset, u
   return file.bytes().subspan(offset, n);
 }
 
+// Every tensor of `want` is in `got` with the same shape, type and bytes, and nothing else is.
+void expect_same_tensors(const gguf::GgufFile& want, const gguf::GgufFile& got) {
+  ASSERT_EQ(got.tensors().size(), want.tensors().size());
+  for (const gguf::TensorInfo& tensor : want.tensors()) {
+    const gguf::TensorInfo* other = got.find_tensor(tensor.name);
+    ASSERT_NE(other, nullptr) << tensor.name;
+    EXPECT_EQ(other->shape, tensor.shape) << tensor.name;
+    EXPECT_EQ(other->type_id, tensor.type_id) << tensor.name;
+    EXPECT_TRUE(std::ranges::equal(bytes_at(want, tensor.offset, tensor.n_bytes),
+                                   bytes_at(got, other->offset, other->n_bytes)))
+        << tensor.name;
+  }
+}
+
 ExpertLayout experts_of(std::shared_ptr<const gguf::GgufFile> file) {
   auto model = Model::describe(std::move(file));
   EXPECT_TRUE(model.ok()) << model.status().message();
@@ -153,16 +167,7 @@ TEST_F(UnitLayoutTest, StackedAgainIsTheOriginalsTensors) {
   const auto stacked =
       repack(path("units.gguf"), "stacked.gguf", {.layout = ExpertFileLayout::kStacked});
   ASSERT_TRUE(original && stacked);
-  ASSERT_EQ(stacked->tensors().size(), original->tensors().size());
-  for (const gguf::TensorInfo& tensor : original->tensors()) {
-    const gguf::TensorInfo* again = stacked->find_tensor(tensor.name);
-    ASSERT_NE(again, nullptr) << tensor.name;
-    EXPECT_EQ(again->shape, tensor.shape) << tensor.name;
-    EXPECT_EQ(again->type_id, tensor.type_id) << tensor.name;
-    EXPECT_TRUE(std::ranges::equal(bytes_at(*original, tensor.offset, tensor.n_bytes),
-                                   bytes_at(*stacked, again->offset, again->n_bytes)))
-        << tensor.name;
-  }
+  expect_same_tensors(*original, *stacked);
   EXPECT_EQ(experts_of(stacked).most_reads_per_unit(kPage), 3);
   const std::vector<float> a = logits_of(kBundled), b = logits_of(path("stacked.gguf"));
   ASSERT_FALSE(a.empty());
@@ -281,14 +286,7 @@ TEST_F(UnitLayoutTest, GroupedRowsStackedAgainAreTheOriginalsTensors) {
       repack(path("grouped.gguf"), "stacked.gguf", {.layout = ExpertFileLayout::kStacked});
   ASSERT_TRUE(original && stacked);
   EXPECT_FALSE(stacked->has(kQ4_0RowGroupsKey));
-  ASSERT_EQ(stacked->tensors().size(), original->tensors().size());
-  for (const gguf::TensorInfo& tensor : original->tensors()) {
-    const gguf::TensorInfo* again = stacked->find_tensor(tensor.name);
-    ASSERT_NE(again, nullptr) << tensor.name;
-    EXPECT_TRUE(std::ranges::equal(bytes_at(*original, tensor.offset, tensor.n_bytes),
-                                   bytes_at(*stacked, again->offset, again->n_bytes)))
-        << tensor.name;
-  }
+  expect_same_tensors(*original, *stacked);
 }
 
 // quantize reads grouped rows in their order and writes the GGUF order: the same file as from
@@ -307,14 +305,7 @@ TEST_F(UnitLayoutTest, RequantizingGroupedRowsGivesThePlainFilesTensors) {
   const auto from_grouped = open_gguf(path("grouped-q8_0.gguf"));
   ASSERT_TRUE(plain && from_grouped);
   EXPECT_FALSE(from_grouped->has(kQ4_0RowGroupsKey));
-  ASSERT_EQ(from_grouped->tensors().size(), plain->tensors().size());
-  for (const gguf::TensorInfo& tensor : plain->tensors()) {
-    const gguf::TensorInfo* other = from_grouped->find_tensor(tensor.name);
-    ASSERT_NE(other, nullptr) << tensor.name;
-    EXPECT_TRUE(std::ranges::equal(bytes_at(*plain, tensor.offset, tensor.n_bytes),
-                                   bytes_at(*from_grouped, other->offset, other->n_bytes)))
-        << tensor.name;
-  }
+  expect_same_tensors(*plain, *from_grouped);
 }
 
 TEST_F(UnitLayoutTest, UnknownRowGroupsAreOneClearError) {
