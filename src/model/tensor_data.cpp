@@ -89,6 +89,8 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
                                                                  FileReader& reader,
                                                                  Contents contents,
                                                                  ProgressBar* progress) {
+  // Before anything is read: with groups of another size, the copies would be reordered wrong.
+  STRATA_RETURN_IF_ERROR(check_row_groups_key(file));
   const uint64_t alignment = reader.alignment();
   auto align_down = [&](uint64_t offset) { return offset / alignment * alignment; };
   auto align_up = [&](uint64_t offset) { return align_down(offset + alignment - 1); };
