@@ -52,6 +52,7 @@ struct StreamingSetup {
 struct StreamingRun {
   std::vector<float> logits;
   ExpertStoreStats stats;
+  int blocking_waits = 0;  // times the compute thread was about to block on a read
 };
 
 Result<StreamingRun> run_streaming(const std::string& path, const std::vector<int32_t>& tokens,
@@ -80,6 +81,12 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.io_depth = setup.io_depth;
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
   ThreadPool pool(setup.threads);
+  StreamingRun run;
+  // As sessions do: the pool's workers rest while the compute thread waits for a read.
+  store->set_before_blocking([&] {
+    ++run.blocking_waits;
+    pool.rest();
+  });
   Transformer transformer(model, *store, pool);
   transformer.set_routing({.moce_bonus = setup.moce,
                            .moce_protect = 3,
@@ -90,7 +97,6 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
                                                         layout.layers[0].unit_bytes() *
                                                         uint64_t(layout.n_layer())});
   KvCache cache(model->config(), int64_t(tokens.size()));
-  StreamingRun run;
   std::vector<float> part;
   for (size_t begin = 0; begin < tokens.size(); begin += size_t(setup.chunk)) {
     const size_t n = std::min(size_t(setup.chunk), tokens.size() - begin);
@@ -296,6 +302,21 @@ TEST_F(StreamingReadaheadLimits, RoomyArenaKeepsUnusedPredictions) {
 std::vector<uint8_t> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+}
+
+// Slow reads: the compute thread blocks on them, and each time it first lets the pool rest.
+TEST(StreamingBlocking, RestsThePoolBeforeEveryWaitForARead) {
+  const std::string path = bundled_model();
+  auto reader = FaultInjectingReader::over_bytes(path, file_bytes(path), 4096);
+  reader->add_rule([](uint64_t, size_t) { return true; },
+                   ReadFault::delay_by(std::chrono::microseconds(300)));
+  const auto tokens = sequence("trained", "dev_code");
+  const auto slow = run_streaming(path, tokens, {0.25, 2, 2, 8, 1}, reader);
+  ASSERT_TRUE(slow.ok()) << slow.status().message();
+  EXPECT_GT(slow.value().stats.host_wait_ms, 0);
+  EXPECT_GT(slow.value().blocking_waits, 0);
+  testing::ModelRunner resident(path, 2);
+  EXPECT_TRUE(bit_identical(resident.logits(tokens, 16), slow.value().logits));
 }
 
 TEST(StreamingFaults, ReadErrorIsReportedWhenTheExpertIsClaimed) {

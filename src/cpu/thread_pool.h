@@ -38,6 +38,11 @@ class ThreadPool {
   // `thread` is in [0, size()) and may index per-thread scratch. REQUIRES: n_tasks < 2^31.
   void parallel_for(int64_t n_tasks, const std::function<void(int64_t index, int thread)>& task);
 
+  // Ends the workers' spinning: they sleep until the next parallel_for. For a caller about to
+  // block on something else (an expert read), so that no thread of ours spins on a core the
+  // reads need (on a 2-vCPU VM, the virtual disk itself is slower while both vCPUs are busy).
+  void rest() { resting_.store(true, std::memory_order_relaxed); }
+
  private:
   void worker_loop(int thread);
   // Runs tasks of job `job` until it has none left to hand out.
@@ -53,6 +58,7 @@ class ThreadPool {
   std::atomic<int32_t> unfinished_{0};  // tasks of the current job not yet finished
   std::atomic<uint32_t> job_{0};        // bumped to start a job (and to stop)
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> resting_{false};  // rest() since the last job started
 };
 
 }  // namespace strata

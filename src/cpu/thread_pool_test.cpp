@@ -52,5 +52,28 @@ TEST(ThreadPool, LateWorkersNeverRunATaskTwiceOrAfterItsJob) {
   EXPECT_EQ(ran_after_return.load(), 0);
 }
 
+// rest() between jobs, at random points while workers spin, sleep or still run the last job's
+// tasks: the next job still runs every task once, and a rested worker comes back to work.
+TEST(ThreadPool, RestedWorkersSleepAndWakeForTheNextJob) {
+  ThreadPool pool(3);
+  std::mt19937 rng(7);
+  std::atomic<bool> workers_ran_after_rest{false};
+  bool rested = false;
+  for (int job = 0; job < 5000; ++job) {
+    const int64_t n = 1 + int64_t(rng() % 64);
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+    pool.parallel_for(n, [&](int64_t index, int thread) {
+      if (index == 0 && n > 32) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      runs[size_t(index)].fetch_add(1);
+      if (thread != 0 && rested) workers_ran_after_rest = true;
+    });
+    rested = rng() % 2;
+    if (rested) pool.rest();
+    if (rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(runs[size_t(i)].load(), 1) << "job " << job;
+  }
+  EXPECT_TRUE(workers_ran_after_rest.load());
+}
+
 }  // namespace
 }  // namespace strata

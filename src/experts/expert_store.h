@@ -23,6 +23,7 @@
 
 #include <strata/status.h>
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -50,7 +51,7 @@ struct ExpertStoreStats {
   // read-ahead hits, late read-aheads): what even a perfect read-ahead must read. The I/O
   // bound is the disk's bandwidth over these; bytes_read adds wasted read-aheads.
   uint64_t missed_bytes = 0;
-  double host_wait_ms = 0;  // time the compute thread spent blocked in claim_next
+  double host_wait_ms = 0;    // time the compute thread spent blocked in claim_next
   double disk_active_ms = 0;  // wall time with at least one read running (IoEngineStats)
 };
 
@@ -74,6 +75,10 @@ class ExpertStore {
   // (see above).
   virtual bool is_resident(int layer, int32_t expert) const = 0;
   virtual ExpertStoreStats stats() const = 0;
+  // Runs `hook` on the compute thread each time it is about to block on an expert read, so the
+  // caller can make its other threads stop spinning (ThreadPool::rest) while the reads need the
+  // cores. A store that never blocks ignores it.
+  virtual void set_before_blocking(std::function<void()> hook) { (void)hook; }
 };
 
 }  // namespace strata

@@ -55,6 +55,7 @@ void StreamingExpertStore::submit_read(int layer, int32_t expert, int size_class
 void StreamingExpertStore::collect(int size_class, int index, bool block) {
   Slot& s = slot(size_class, index);
   if (!s.reading || (!block && !engine_->finished(s.ticket))) return;
+  if (before_blocking_ && !engine_->finished(s.ticket)) before_blocking_();
   const auto start = std::chrono::steady_clock::now();
   Status status = engine_->wait(s.ticket);
   if (block)

@@ -62,6 +62,9 @@ class StreamingExpertStore final : public ExpertStore {
   void end_layer(int layer) override;
   bool is_resident(int layer, int32_t expert) const override;
   ExpertStoreStats stats() const override;
+  void set_before_blocking(std::function<void()> hook) override {
+    before_blocking_ = std::move(hook);
+  }
 
   const ExpertArena& arena() const { return *arena_; }
   IoBackend io_backend() const { return engine_->backend(); }
@@ -106,6 +109,7 @@ class StreamingExpertStore final : public ExpertStore {
   void assign_waiting_needs();
 
   ExpertLayout layout_;
+  std::function<void()> before_blocking_;
   int n_expert_used_ = 0;
   std::shared_ptr<FileReader> reader_;
   std::unique_ptr<IoEngine> engine_;

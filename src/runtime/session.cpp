@@ -169,6 +169,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   auto impl = std::make_unique<Impl>(options, std::move(loaded));
   const ModelConfig& config = impl->model().config();
   impl->pool = std::make_unique<ThreadPool>(options.n_threads);
+  impl->loaded.experts->set_before_blocking([pool = impl->pool.get()] { pool->rest(); });
   impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
   impl->transformer =
       std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->pool);
