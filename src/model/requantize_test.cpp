@@ -13,11 +13,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "cpu/thread_pool.h"
-#include "experts/resident_expert_store.h"
-#include "model/kv_cache.h"
 #include "model/model_file_test_support.h"
-#include "model/transformer.h"
 
 namespace strata {
 namespace {
@@ -26,11 +22,9 @@ using testing::open_gguf;
 
 namespace fs = std::filesystem;
 
-std::string golden(std::string_view relative) {
-  return std::string(STRATA_SOURCE_DIR) + "/tests/golden/synthetic/" + std::string(relative);
-}
-const std::string kQ8Model = golden("models/tiny-qwen3moe-q8_0.gguf");
-const std::string kF32Model = golden("models/tiny-qwen3moe-f32.gguf");
+using testing::golden_synthetic;
+const std::string kQ8Model = golden_synthetic("models/tiny-qwen3moe-q8_0.gguf");
+const std::string kF32Model = golden_synthetic("models/tiny-qwen3moe-f32.gguf");
 // sequences.json "seq16_en": the first 16 llama.cpp tokens of "The quick brown fox j...".
 const std::vector<int32_t> kSeq16 = {51,  71, 68, 220, 412, 271, 74,  313,
                                      280, 86, 77, 284, 78,  87,  220, 73};
@@ -137,7 +131,7 @@ TEST_F(RequantizeTest, Q8ToQ8IsTheIdentityOnTensors) {
 // Against an independent implementation: llama-quantize made tiny-qwen3moe-q4_0 from the F32
 // file, so our F32 -> Q4_0 experts must be its expert tensors byte for byte.
 TEST_F(RequantizeTest, F32ToQ4MatchesLlamaQuantizeExperts) {
-  const auto llama = open_gguf(golden("models/tiny-qwen3moe-q4_0.gguf"));
+  const auto llama = open_gguf(golden_synthetic("models/tiny-qwen3moe-q4_0.gguf"));
   const auto output = requantize(kF32Model, QuantType::kQ4_0, path("f32_q4_0.gguf"));
   ASSERT_TRUE(llama && output);
   int n_compared = 0;
@@ -163,19 +157,7 @@ std::vector<float> read_floats(const std::string& path) {
 
 // Every position's logits of seq16_en, all experts resident.
 std::vector<float> run_seq16(const std::string& path) {
-  auto file = open_gguf(path);
-  if (!file) return {};
-  auto model = Model::load(file);
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  if (!model.ok()) return {};
-  ResidentExpertStore store(model.value()->weights().experts);
-  ThreadPool pool(2);
-  KvCache cache(model.value()->config(), 64);
-  Transformer transformer(model.value(), store, pool);
-  std::vector<float> logits;
-  const Status status = transformer.forward(kSeq16, 0, cache, true, logits);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return logits;
+  return testing::resident_logits(path, kSeq16);
 }
 
 double rms_difference(std::span<const float> a, std::span<const float> b) {
@@ -191,7 +173,8 @@ double rms_difference(std::span<const float> a, std::span<const float> b) {
 constexpr double kLlamaAllQ4RmsVsF32 = 0.314;
 
 TEST_F(RequantizeTest, RequantizedModelsRunCloseToTheF32Reference) {
-  const auto reference = read_floats(golden("logits/tiny-qwen3moe-f32.seq16_en.logits.bin"));
+  const auto reference =
+      read_floats(golden_synthetic("logits/tiny-qwen3moe-f32.seq16_en.logits.bin"));
   ASSERT_EQ(reference.size(), kSeq16.size() * 768);
   for (const std::string& source : {kF32Model, kQ8Model}) {
     SCOPED_TRACE(source);

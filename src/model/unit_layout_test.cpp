@@ -10,15 +10,11 @@
 #include <filesystem>
 #include <optional>
 
-#include "cpu/thread_pool.h"
-#include "experts/resident_expert_store.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/model_file_test_support.h"
 #include "model/requantize.h"
 #include "model/tensor_binder.h"
 #include "model/tensor_data.h"
-#include "model/transformer.h"
 
 namespace strata {
 namespace {
@@ -28,7 +24,7 @@ using testing::open_gguf;
 namespace fs = std::filesystem;
 
 std::string golden_model(std::string_view name) {
-  return std::string(STRATA_SOURCE_DIR) + "/tests/golden/synthetic/models/" + std::string(name);
+  return testing::golden_synthetic("models/" + std::string(name));
 }
 const std::string kBundled = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
 constexpr size_t kPage = 4096;
@@ -71,24 +67,9 @@ ExpertLayout experts_of(std::shared_ptr<const gguf::GgufFile> file) {
 
 // Every position's logits of 24 tokens, all experts resident.
 std::vector<float> logits_of(const std::string& path) {
-  auto file = open_gguf(path);
-  if (!file) return {};
-  auto data = load_resident_tensor_data(*file, nullptr);
-  EXPECT_TRUE(data.ok()) << data.status().message();
-  if (!data.ok()) return {};
-  auto model = Model::load(file, data.value());
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  if (!model.ok()) return {};
-  ResidentExpertStore store(model.value()->weights().experts);
-  ThreadPool pool(2);
-  KvCache cache(model.value()->config(), 64);
-  Transformer transformer(model.value(), store, pool);
   std::vector<int32_t> tokens;
   for (int32_t i = 0; i < 24; ++i) tokens.push_back((17 + 37 * i) % 700);
-  std::vector<float> logits;
-  const Status status = transformer.forward(tokens, 0, cache, true, logits);
-  EXPECT_TRUE(status.ok()) << status.message();
-  return logits;
+  return testing::resident_logits(path, tokens);
 }
 
 TEST_F(UnitLayoutTest, KeepsEveryByteAndPutsEachUnitInOneRange) {
