@@ -33,7 +33,8 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::parallel_for(int64_t n_tasks,
                               const std::function<void(int64_t index, int thread)>& task) {
   if (n_tasks <= 0) return;
-  if (workers_.empty() || n_tasks == 1) {
+  const int participants = spare_condition_ && spare_condition_() ? size() - 1 : size();
+  if (participants == 1 || n_tasks == 1) {
     for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
     return;
   }
@@ -45,6 +46,7 @@ void ThreadPool::parallel_for(int64_t n_tasks,
   // Release: a worker whose claim reads this word (or a later decrement of it) sees task_ and
   // n_tasks_.
   resting_.store(false, std::memory_order_relaxed);
+  participants_.store(participants, std::memory_order_relaxed);
   claims_.store(uint64_t(job) << 32 | uint64_t(n_tasks), std::memory_order_release);
   job_.store(job, std::memory_order_release);
   job_.notify_all();
@@ -59,7 +61,7 @@ void ThreadPool::parallel_for(int64_t n_tasks,
 }
 
 void ThreadPool::run_tasks(uint32_t job, int thread) {
-  const uint32_t share_divisor = 2 * uint32_t(size());
+  const uint32_t share_divisor = 2 * uint32_t(participants_.load(std::memory_order_relaxed));
   uint64_t word = claims_.load(std::memory_order_acquire);
   for (;;) {
     const uint32_t left = uint32_t(word);
@@ -97,7 +99,11 @@ void ThreadPool::worker_loop(int thread) {
     }
     seen = current;
     if (stopping_.load()) return;
-    run_tasks(current, thread);
+    if (thread < participants_.load(std::memory_order_relaxed)) {
+      run_tasks(current, thread);
+    } else {
+      job_.wait(seen, std::memory_order_acquire);  // sits the job out without spinning on its core
+    }
   }
 }
 

@@ -43,6 +43,14 @@ class ThreadPool {
   // reads need (on a 2-vCPU VM, the virtual disk itself is slower while both vCPUs are busy).
   void rest() { resting_.store(true, std::memory_order_relaxed); }
 
+  // A job that starts while `condition()` holds runs on size() - 1 threads: the last worker
+  // sits it out, leaving its core to the I/O threads (and, on a VM, to the virtual disk's
+  // emulation, which shares the VM's cores). Called on the caller's thread at every job's
+  // start, so it must be cheap. Results do not depend on it (tasks are thread-independent).
+  void spare_a_core_while(std::function<bool()> condition) {
+    spare_condition_ = std::move(condition);
+  }
+
  private:
   void worker_loop(int thread);
   // Runs tasks of job `job` until it has none left to hand out.
@@ -59,6 +67,8 @@ class ThreadPool {
   std::atomic<uint32_t> job_{0};        // bumped to start a job (and to stop)
   std::atomic<bool> stopping_{false};
   std::atomic<bool> resting_{false};  // rest() since the last job started
+  std::function<bool()> spare_condition_;
+  std::atomic<int> participants_{1};  // threads 0 .. participants_ - 1 run the current job
 };
 
 }  // namespace strata

@@ -75,5 +75,45 @@ TEST(ThreadPool, RestedWorkersSleepAndWakeForTheNextJob) {
   EXPECT_TRUE(workers_ran_after_rest.load());
 }
 
+// Jobs started while the condition holds never run on the last thread; the others may, so the
+// spared worker comes back once the condition is off. Tasks sleep now and then so that every
+// worker has the time to join the jobs it is allowed into.
+TEST(ThreadPool, SparedWorkerSitsOutJobsStartedWhileTheConditionHolds) {
+  ThreadPool pool(3);
+  bool spare = false;
+  pool.spare_a_core_while([&spare] { return spare; });
+  std::mt19937 rng(11);
+  bool last_thread_ran_unspared = false;
+  for (int job = 0; job < 2000; ++job) {
+    spare = rng() % 2 == 0;
+    const int64_t n = 1 + int64_t(rng() % 64);
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+    std::atomic<bool> last_thread_ran{false};
+    pool.parallel_for(n, [&](int64_t index, int thread) {
+      if (index % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      runs[size_t(index)].fetch_add(1);
+      if (thread == pool.size() - 1) last_thread_ran = true;
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(runs[size_t(i)].load(), 1) << "job " << job;
+    if (spare) {
+      ASSERT_FALSE(last_thread_ran.load()) << "job " << job;
+    } else if (last_thread_ran.load()) {
+      last_thread_ran_unspared = true;
+    }
+  }
+  EXPECT_TRUE(last_thread_ran_unspared);
+}
+
+TEST(ThreadPool, TwoThreadsSparingACoreRunOnTheCaller) {
+  ThreadPool pool(2);
+  pool.spare_a_core_while([] { return true; });
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  pool.parallel_for(100, [&](int64_t, int thread) {
+    if (thread != 0 || std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+  });
+  EXPECT_EQ(elsewhere.load(), 0);
+}
+
 }  // namespace
 }  // namespace strata

@@ -79,6 +79,9 @@ class ExpertStore {
   // caller can make its other threads stop spinning (ThreadPool::rest) while the reads need the
   // cores. A store that never blocks ignores it.
   virtual void set_before_blocking(std::function<void()> hook) { (void)hook; }
+  // Whether an expert read is running now (a hint, as IoEngine::reading()); never for stores
+  // that do not read.
+  virtual bool reading() const { return false; }
 };
 
 }  // namespace strata

@@ -124,7 +124,7 @@ QueuedIoEngine::Request* QueuedIoEngine::start_next() {
   Request& request = requests_.at(ticket);
   request.state = Request::State::kRunning;
   request.started = Clock::now();
-  if (running_++ == 0) active_since_ = request.started;
+  if (running_.fetch_add(1, std::memory_order_relaxed) == 0) active_since_ = request.started;
   return &request;
 }
 
@@ -136,7 +136,7 @@ void QueuedIoEngine::finish(Request* request, Status status, uint64_t bytes_read
   ++stats_.requests_completed;
   stats_.bytes_read += bytes_read;
   stats_.busy_seconds += std::chrono::duration<double>(now - request->started).count();
-  if (--running_ == 0)
+  if (running_.fetch_sub(1, std::memory_order_relaxed) == 1)
     stats_.active_seconds += std::chrono::duration<double>(now - active_since_).count();
   // Notified under the lock: the condition variable lives on the waiter's stack and is gone
   // as soon as the waiter can take the lock and return.

@@ -105,6 +105,9 @@ class IoEngine {
   virtual bool finished(Ticket ticket) const = 0;
 
   virtual IoEngineStats stats() const = 0;
+  // Whether a request is running now: a hint for scheduling compute around the reads, stale as
+  // soon as it returns.
+  virtual bool reading() const = 0;
   virtual const FileReader& reader() const = 0;
   // The backend running the reads: never kAuto.
   virtual IoBackend backend() const = 0;

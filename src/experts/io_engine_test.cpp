@@ -233,6 +233,16 @@ TEST_F(GatedPreadEngineTest, ActiveTimeCountsOnlyWhileAReadRuns) {
   EXPECT_EQ(engine_->stats().active_seconds, after);  // idle time does not count
 }
 
+TEST_F(GatedPreadEngineTest, ReadingOnlyWhileARequestRuns) {
+  EXPECT_FALSE(engine_->reading());
+  const Ticket busy = occupy();
+  const Ticket queued = submit_request(0, 0);
+  EXPECT_TRUE(engine_->reading());
+  gate_.release();
+  wait_all({busy, queued});
+  EXPECT_FALSE(engine_->reading());
+}
+
 TEST_F(GatedPreadEngineTest, TicketsAreNeverReused) {
   const Ticket busy = occupy();
   std::vector<Ticket> tickets{busy};

@@ -3,6 +3,7 @@
 // reports them finished (finish); io_engine.h states the contract this implements.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -28,6 +29,7 @@ class QueuedIoEngine : public IoEngine {
   Status wait(Ticket ticket) override;
   bool finished(Ticket ticket) const override;
   IoEngineStats stats() const override;
+  bool reading() const override { return running_.load(std::memory_order_relaxed) > 0; }
   const FileReader& reader() const override { return *reader_; }
 
  protected:
@@ -78,7 +80,9 @@ class QueuedIoEngine : public IoEngine {
   RequestTable requests_;
   Ticket next_ticket_ = 1;
   IoEngineStats stats_;
-  int running_ = 0;                 // requests between start_next() and finish()
+  // Requests between start_next() and finish(); changed under mutex_, read without it by
+  // reading().
+  std::atomic<int> running_{0};
   Clock::time_point active_since_;  // when running_ last rose from 0
 };
 

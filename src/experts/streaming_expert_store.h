@@ -68,6 +68,7 @@ class StreamingExpertStore final : public ExpertStore {
 
   const ExpertArena& arena() const { return *arena_; }
   IoBackend io_backend() const { return engine_->backend(); }
+  bool reading() const override { return engine_->reading(); }
   // Makes (layer, expert) resident now, in order (warm start); stops when the arena is full.
   Status preload(std::span<const std::pair<int, int32_t>> units);
 
