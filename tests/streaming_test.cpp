@@ -13,6 +13,7 @@
 #include "experts/expert_arena.h"
 #include "experts/fault_injecting_reader.h"
 #include "experts/streaming_expert_store.h"
+#include "gguf/gguf_split_test_support.h"
 #include "golden_data.h"
 #include "model/tensor_data.h"
 #include "model/unit_layout.h"
@@ -47,6 +48,7 @@ struct StreamingSetup {
   int io_depth = 0;                // 0: the engine's default (2 x io_threads)
   int readahead_budget_units = 0;  // per layer; 0: no byte limit
   int readahead_far = 8;           // predictions read for each layer beyond the next
+  IoBackend backend = IoBackend::kAuto;
 };
 
 struct StreamingRun {
@@ -61,13 +63,14 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
   // As sessions load it: the dense weights read into memory (grouped where this CPU groups
   // Q4_0 rows), the experts streamed (and grouped as they arrive).
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> dense_reader, open_file_reader(path));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> dense_reader,
+                          open_file_reader(file->parts()));
   STRATA_ASSIGN_OR_RETURN(
       std::shared_ptr<const TensorData> dense,
       LoadedTensorData::load(*file, *dense_reader, LoadedTensorData::Contents::kDense, nullptr));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file, dense));
   if (!reader) {
-    STRATA_ASSIGN_OR_RETURN(reader, open_file_reader(path));
+    STRATA_ASSIGN_OR_RETURN(reader, open_file_reader(file->parts()));
   }
   const ExpertLayout& layout = model->weights().experts;
   const int k = int(model->config().n_expert_used);
@@ -78,6 +81,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
       uint64_t(setup.arena_fraction * double(layout.total_bytes())) +
           uint64_t(setup.arena_fraction > 0 ? 3 * 8192 * layout.n_layer() * layout.n_expert : 0));
   options.io_threads = setup.io_threads;
+  options.backend = setup.backend;
   options.io_depth = setup.io_depth;
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
   ThreadPool pool(setup.threads);
@@ -192,6 +196,46 @@ TEST(StreamingUnitLayout, MatchesTheStackedFileBitForBit) {
       EXPECT_GT(run.value().stats.misses, 0u);
     }
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A model split in parts (gguf-split's layout) runs as the one file it was split from: all
+// resident, and streamed through both I/O backends, whose reads go to the parts' descriptors.
+// `strata repack` of the parts writes the very file it writes from the one file.
+TEST(StreamingSplitModel, MatchesTheOneFileBitForBit) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("strata-split-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto source = gguf::GgufFile::open(bundled_model());
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  const auto parts = testing::write_split_model(*source.value(), (dir / "tiny").string(),
+                                                {.n_parts = 3, .first_part_without_tensors = true});
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  const std::string& first = parts.value()[0];
+
+  const auto tokens = sequence("trained", "dev_code");
+  testing::ModelRunner one_file(bundled_model(), 2);
+  const auto reference = one_file.logits(tokens, 16);
+  testing::ModelRunner split(first, 2);
+  EXPECT_TRUE(bit_identical(reference, split.logits(tokens, 16)));
+  const int k = int(one_file.model().config().n_expert_used);
+  for (const IoBackend backend : {IoBackend::kPread, IoBackend::kAuto}) {
+    StreamingSetup setup{0.3, 2, 2, k, 1};
+    setup.backend = backend;
+    const auto run = run_streaming(first, tokens, setup);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(bit_identical(reference, run.value().logits)) << io_backend_name(backend);
+    EXPECT_GT(run.value().stats.misses, 0u);
+  }
+
+  const std::string from_parts = (dir / "from-parts.gguf").string();
+  const std::string from_file = (dir / "from-file.gguf").string();
+  ASSERT_TRUE(repack_model_file(first, from_parts, {}, nullptr).ok());
+  ASSERT_TRUE(repack_model_file(bundled_model(), from_file, {}, nullptr).ok());
+  std::ifstream a(from_parts, std::ios::binary), b(from_file, std::ios::binary);
+  const std::string bytes_a{std::istreambuf_iterator<char>(a), {}};
+  const std::string bytes_b{std::istreambuf_iterator<char>(b), {}};
+  EXPECT_TRUE(bytes_a == bytes_b) << "repacked files differ";
   std::filesystem::remove_all(dir);
 }
 

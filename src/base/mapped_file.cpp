@@ -9,32 +9,76 @@
 #include <cstring>
 
 namespace strata {
+namespace {
+
+// An open regular file; closes on destruction.
+struct OpenFile {
+  int fd = -1;
+  uint64_t size = 0;
+  OpenFile() = default;
+  OpenFile(OpenFile&& other) noexcept : fd(other.fd), size(other.size) { other.fd = -1; }
+  ~OpenFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Result<OpenFile> open_regular_file(const std::string& path) {
+  OpenFile file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st;
+  if (::fstat(file.fd, &st) != 0) {
+    return Status::errorf("{}: cannot stat: {}", path, std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) return Status::errorf("{}: not a regular file", path);
+  file.size = uint64_t(st.st_size);
+  return file;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::errorf("{}: cannot stat: {}", path, std::strerror(err));
+  const std::string paths[] = {path};
+  return open_parts(paths);
+}
+
+Result<std::unique_ptr<MappedFile>> MappedFile::open_parts(std::span<const std::string> paths) {
+  std::vector<OpenFile> files;
+  std::vector<FilePart> parts;
+  uint64_t end = 0;
+  for (const std::string& path : paths) {
+    STRATA_ASSIGN_OR_RETURN(OpenFile file, open_regular_file(path));
+    const uint64_t offset =
+        parts.empty() ? 0 : (end + kFilePartSpacing - 1) / kFilePartSpacing * kFilePartSpacing;
+    end = offset + file.size;
+    parts.push_back({path, offset, file.size});
+    files.push_back(std::move(file));
   }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::errorf("{}: not a regular file", path);
+  if (end == 0) return std::unique_ptr<MappedFile>(new MappedFile(std::move(parts), nullptr, 0));
+  // Reserve the whole range first, then map each part over its place in it. The last part's
+  // mapping ends on a page boundary, so the reservation does too (munmap rounds alike).
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t reserved = (end + page - 1) / page * page;
+  void* base =
+      ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    return Status::errorf("{}: cannot reserve {} bytes of addresses: {}", parts.front().path,
+                          reserved, std::strerror(errno));
   }
-  const uint64_t size = uint64_t(st.st_size);
-  void* data = nullptr;
-  if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].size == 0) continue;
+    void* at = static_cast<uint8_t*>(base) + parts[i].offset;
+    // The mappings keep their own references to the files, which close when `files` goes.
+    if (::mmap(at, parts[i].size, PROT_READ, MAP_PRIVATE | MAP_FIXED, files[i].fd, 0) ==
+        MAP_FAILED) {
       const int err = errno;
-      ::close(fd);
-      return Status::errorf("{}: cannot map {} bytes: {}", path, size, std::strerror(err));
+      ::munmap(base, reserved);
+      return Status::errorf("{}: cannot map {} bytes: {}", parts[i].path, parts[i].size,
+                            std::strerror(err));
     }
   }
-  ::close(fd);  // the mapping keeps its own reference to the file
-  return std::unique_ptr<MappedFile>(new MappedFile(path, static_cast<const uint8_t*>(data), size));
+  return std::unique_ptr<MappedFile>(
+      new MappedFile(std::move(parts), static_cast<const uint8_t*>(base), end));
 }
 
 MappedFile::~MappedFile() {
@@ -42,4 +86,3 @@ MappedFile::~MappedFile() {
 }
 
 }  // namespace strata
-

@@ -130,7 +130,7 @@ Status scored_logits(Session& session, std::span<const int32_t> window_tokens, i
 }
 
 Result<nlohmann::json> describe_model(const SessionOptions& o, ScoringMode mode) {
-  STRATA_ASSIGN_OR_RETURN(const std::string sha256, sha256_file(o.model_path));
+  STRATA_ASSIGN_OR_RETURN(const std::string sha256, sha256_model(o.model_path));
   const bool streaming = o.memory_budget > 0 || o.arena_share > 0;
   nlohmann::json json = {{"model", {{"path", o.model_path}, {"sha256", sha256}}},
                          {"mode", mode_name(mode)},

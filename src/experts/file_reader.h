@@ -24,8 +24,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "base/mapped_file.h"
 
 namespace strata {
 
@@ -47,8 +50,21 @@ class FileReader {
   virtual Status read(void* destination, uint64_t offset, size_t length) = 0;
 
   // The open descriptor the reads go to, for backends that issue them themselves (io_uring);
-  // -1 for readers with no single descriptor behind them (in-memory and test doubles).
+  // -1 for readers with no single descriptor behind them (in-memory and test doubles, split
+  // models).
   virtual int descriptor() const { return -1; }
+
+  // The reader of the file that holds offset `offset`, and where that file starts in this
+  // reader's offsets: for backends that issue reads themselves. A reader of one file is its
+  // own only part; a split model's reader answers with one of its parts.
+  struct Part {
+    const FileReader* reader;
+    uint64_t start;
+  };
+  virtual Part part_at(uint64_t offset) const {
+    (void)offset;
+    return {this, 0};
+  }
 };
 
 // O_DIRECT preads; where the file system refuses O_DIRECT (tmpfs) it falls back to buffered
@@ -58,6 +74,12 @@ class FileReader {
 // physical sector of common disks that report 512-byte logical blocks.
 // Errors name the file: "m.gguf: cannot open: No such file or directory".
 Result<std::unique_ptr<FileReader>> open_file_reader(const std::string& path, bool direct = true);
+
+// The same over a model's files (GgufFile::parts()): the reader of its one file, or for a
+// split model one reader per part behind a FileReader whose offsets are those of the parts'
+// FilePart::offset (and of the model's TensorInfo::offset). A read must lie in one part.
+Result<std::unique_ptr<FileReader>> open_file_reader(std::span<const FilePart> parts,
+                                                     bool direct = true);
 
 // Building blocks every FileReader implementation uses, so that all of them check, fail and
 // word their errors alike.

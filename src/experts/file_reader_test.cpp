@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <tuple>
 
 #include "experts/io_test_support.h"
 
@@ -251,6 +252,43 @@ TEST(ReadFullyTest, ZeroFillsPastExpected) {
                   .ok());
   EXPECT_EQ(std::memcmp(out.data(), pread.file.data(), 5000), 0);
   for (size_t i = 5000; i < 8192; ++i) ASSERT_EQ(out[i], 0);
+}
+
+// A split model's reader: each part's bytes at its FilePart offset, tails as zeros, and a read
+// that leaves its part an error naming the part.
+TEST(SplitModelReaderTest, ReadsEachPartAtItsOffset) {
+  TempFile first(::testing::TempDir(), 10000, 2);
+  TempFile second(::testing::TempDir(), kFileSize, 3);
+  const FilePart parts[] = {{first.path(), 0, 10000}, {second.path(), kFilePartSpacing, kFileSize}};
+  auto opened = open_file_reader(parts);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  FileReader& reader = *opened.value();
+  EXPECT_EQ(reader.path(), first.path());
+  EXPECT_EQ(reader.size(), kFilePartSpacing + kFileSize);
+  EXPECT_EQ(reader.descriptor(), -1);
+  EXPECT_EQ(reader.part_at(4096).start, 0u);
+  EXPECT_EQ(reader.part_at(kFilePartSpacing + 4096).start, kFilePartSpacing);
+  EXPECT_EQ(reader.part_at(kFilePartSpacing + 4096).reader->path(), second.path());
+  EXPECT_GE(reader.part_at(kFilePartSpacing).reader->descriptor(), 0);
+
+  const size_t alignment = reader.alignment();
+  for (const auto& [path, start, length] :
+       {std::tuple{first.path(), uint64_t(0), size_t(round_up(10000, alignment))},
+        std::tuple{second.path(), kFilePartSpacing, size_t(1 << 20)},
+        std::tuple{second.path(), kFilePartSpacing + (kFileSize / alignment) * alignment,
+                   alignment}}) {
+    AlignedBuffer buffer(length, 4096, 0xAA);
+    ASSERT_TRUE(reader.read(buffer.data(), start, length).ok()) << start;
+    const uint64_t in_part = start - (start >= kFilePartSpacing ? kFilePartSpacing : 0);
+    const std::vector<uint8_t> expected = reference_read(path, in_part, length);
+    ASSERT_EQ(std::memcmp(buffer.data(), expected.data(), expected.size()), 0) << start;
+    for (size_t j = expected.size(); j < length; ++j) ASSERT_EQ(buffer.data()[j], 0) << j;
+  }
+
+  AlignedBuffer buffer(2 * alignment);
+  const Status past = reader.read(buffer.data(), round_up(10000, alignment), 2 * alignment);
+  EXPECT_FALSE(past.ok());
+  EXPECT_EQ(past.message().rfind(first.path() + ": read of", 0), 0u) << past.message();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 //
 // Each range is read as FileReader::read() would (file_reader.h): checked with bytes_in_file(),
 // short completions and -EINTR/-EAGAIN resubmitted for the rest, zeros past the end of the file.
+// A split model's range goes to the descriptor of the part that holds it (FileReader::part_at).
 #include <liburing.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -75,6 +76,8 @@ class UringIoEngine final : public QueuedIoEngine {
   struct RangeRead {
     Running* owner = nullptr;
     size_t index = 0;
+    const FileReader* file = nullptr;  // the part holding the range
+    uint64_t offset_in_file = 0;
     size_t expected = 0;  // bytes inside the file (bytes_in_file)
     size_t done = 0;
   };
@@ -125,9 +128,13 @@ class UringIoEngine final : public QueuedIoEngine {
     for (size_t i = 0; i < request->n_ranges; ++i) {
       const ReadRange& range = request->ranges[i];
       RangeRead& read = slot.reads[i];
-      read = {.owner = &slot, .index = i};
+      const FileReader::Part part = reader_->part_at(range.offset);
+      read = {.owner = &slot,
+              .index = i,
+              .file = part.reader,
+              .offset_in_file = range.offset - part.start};
       Result<size_t> expected =
-          bytes_in_file(*reader_, range.destination, range.offset, range.length);
+          bytes_in_file(*read.file, range.destination, read.offset_in_file, range.length);
       if (!expected.ok()) {
         end_range(read, expected.status());
       } else if (expected.value() == 0) {
@@ -146,9 +153,9 @@ class UringIoEngine final : public QueuedIoEngine {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     STRATA_CHECK(sqe != nullptr);  // the ring has an entry for every range that can be running
     const size_t length = std::min(range.length - read.done, kMaxReadBytes);
-    io_uring_prep_read(sqe, reader_->descriptor(),
+    io_uring_prep_read(sqe, read.file->descriptor(),
                        static_cast<uint8_t*>(range.destination) + read.done, unsigned(length),
-                       range.offset + read.done);
+                       read.offset_in_file + read.done);
     io_uring_sqe_set_data(sqe, &read);
   }
 
@@ -181,7 +188,7 @@ class UringIoEngine final : public QueuedIoEngine {
     if (result > 0) {
       read.done += size_t(result);
       // As in read_fully(): a partial read that ends off alignment met the end of the file.
-      if (read.done < read.expected && read.done % reader_->alignment() == 0) {
+      if (read.done < read.expected && read.done % read.file->alignment() == 0) {
         return submit_read(read);
       }
     }
@@ -196,10 +203,11 @@ class UringIoEngine final : public QueuedIoEngine {
   Status range_outcome(const RangeRead& read, int result) {
     const ReadRange& range = read.owner->request->ranges[read.index];
     if (result < 0) {
-      return read_error(reader_->path(), range.offset, range.length, std::strerror(-result));
+      return read_error(read.file->path(), read.offset_in_file, range.length,
+                        std::strerror(-result));
     }
     if (read.done < read.expected) {
-      return short_read_error(reader_->path(), range.offset, range.length, read.done,
+      return short_read_error(read.file->path(), read.offset_in_file, range.length, read.done,
                               read.expected);
     }
     if (read.done < range.length) {
@@ -243,7 +251,7 @@ class UringIoEngine final : public QueuedIoEngine {
 Result<std::unique_ptr<IoEngine>> create_uring_io_engine(std::shared_ptr<FileReader> reader,
                                                          int max_running) {
   STRATA_CHECK(max_running >= 1);
-  if (reader->descriptor() < 0) {
+  if (reader->part_at(0).reader->descriptor() < 0) {
     return Status::errorf("{}: the io_uring backend needs a reader with a file descriptor",
                           reader->path());
   }

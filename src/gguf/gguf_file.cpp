@@ -1,6 +1,7 @@
 #include "gguf/gguf_file.h"
 
 #include "base/mapped_file.h"
+#include "gguf/printable_text.h"
 #include "gguf/tensor_types.h"
 
 #include <fmt/format.h>
@@ -126,9 +127,9 @@ double load_float(ValueType type, const uint8_t* p) {
   return type == ValueType::kFloat32 ? double(load<float>(p)) : load<double>(p);
 }
 
-// A file-supplied string made safe for a one-line message: control bytes, quotes, backslashes
-// and (unless `keep_utf8`) non-ASCII bytes become \xNN, and long strings are cut.
-std::string printable(std::string_view text, bool keep_utf8 = false) {
+}  // namespace
+
+std::string printable(std::string_view text, bool keep_utf8) {
   std::string out;
   for (size_t i = 0; i < text.size() && i < kMaxQuotedBytes; ++i) {
     const auto c = uint8_t(text[i]);
@@ -141,6 +142,8 @@ std::string printable(std::string_view text, bool keep_utf8 = false) {
   if (text.size() > kMaxQuotedBytes) out += fmt::format("...({} bytes)", text.size());
   return out;
 }
+
+namespace {
 
 std::string describe_type(const MetadataValue& value) {
   if (value.type != ValueType::kArray) return std::string(value_type_name(value.type));
@@ -512,6 +515,7 @@ Status Parser::place_tensors() {
   return Status();
 }
 
+GgufFile::GgufFile() = default;
 GgufFile::~GgufFile() = default;
 
 Result<std::shared_ptr<const GgufFile>> GgufFile::open(const std::string& path) {
@@ -520,6 +524,10 @@ Result<std::shared_ptr<const GgufFile>> GgufFile::open(const std::string& path) 
   auto file = std::shared_ptr<GgufFile>(new GgufFile());
   file->mapping_ = std::shared_ptr<MappedFile>(std::move(mapped));
   STRATA_RETURN_IF_ERROR(file->parse_image(bytes, path));
+  if (file->has(kSplitCountKey)) {
+    STRATA_ASSIGN_OR_RETURN(const uint64_t count, file->get_uint(kSplitCountKey));
+    if (count > 1) return open_split(*file, count);
+  }
   return std::shared_ptr<const GgufFile>(std::move(file));
 }
 
@@ -533,7 +541,14 @@ Result<std::shared_ptr<const GgufFile>> GgufFile::parse(std::span<const uint8_t>
 Status GgufFile::parse_image(std::span<const uint8_t> bytes, std::string name) {
   name_ = std::move(name);
   bytes_ = bytes;
+  parts_ = {FilePart{name_, 0, bytes.size()}};
   return Parser(*this).run().with_prefix(name_);
+}
+
+void GgufFile::take_metadata_but_split_keys(GgufFile& part) {
+  for (auto& entry : part.metadata_) {
+    if (!entry.first.starts_with("split.")) metadata_.push_back(std::move(entry));
+  }
 }
 
 const MetadataValue* GgufFile::find_value(std::string_view key) const {

@@ -30,6 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mapped_file.h"
+
 namespace strata::gguf {
 
 enum class ValueType : uint32_t {
@@ -65,9 +67,21 @@ Result<uint64_t> tensor_n_bytes(std::span<const int64_t> shape, uint32_t type_id
 
 class MetadataValue;  // defined in gguf_file.cpp
 
+// Split models (llama.cpp's gguf-split): the model is N files named
+// <prefix>-00001-of-0000N.gguf and so on. Each is a GGUF file with the keys split.no (its index
+// from 0), split.count and split.tensors.count and the tensors whose data it carries; the first
+// also holds all of the model's metadata.
+inline constexpr std::string_view kSplitNoKey = "split.no";
+inline constexpr std::string_view kSplitCountKey = "split.count";
+inline constexpr std::string_view kSplitTensorsKey = "split.tensors.count";
+
 class GgufFile {
  public:
-  // Maps the file read-only and parses and validates it. Errors name the file.
+  // Maps the file read-only and parses and validates it. Errors name the file. The first part
+  // of a split model opens all its parts as one file: the first part's metadata less the
+  // split.* keys (they describe the files, not the model: a copy written from this view is
+  // one file), every part's tensors, and bytes() joining the parts as
+  // MappedFile::open_parts() places them, tensor offsets included.
   static Result<std::shared_ptr<const GgufFile>> open(const std::string& path);
   // Parses an in-memory image (fuzzing, tests); `name` is used in error messages.
   // The bytes must outlive the returned file.
@@ -82,8 +96,11 @@ class GgufFile {
   // Files without tensors (vocab-only files) may end before it, so it can exceed file_size().
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return bytes_.size(); }
-  // The whole file image (mapped or in memory).
+  // The whole file image (mapped or in memory); a split model's parts with gaps between them
+  // that nothing may read.
   std::span<const uint8_t> bytes() const { return bytes_; }
+  // The files behind bytes(): one, at 0, or a split model's parts in order.
+  const std::vector<FilePart>& parts() const { return parts_; }
 
   // Metadata. Typed getters accept any integer width/signedness that fits (llama.cpp's writers
   // are not consistent about u32 vs i32), and f32 or f64 for floats. Errors name the file
@@ -112,9 +129,13 @@ class GgufFile {
   }
 
  private:
-  GgufFile() = default;
+  GgufFile();  // defined where MetadataValue is complete
   friend class Parser;
   Status parse_image(std::span<const uint8_t> bytes, std::string name);
+  // The rest of open() for the first part of a model split in `count` files (gguf_split.cpp).
+  static Result<std::shared_ptr<const GgufFile>> open_split(const GgufFile& first, uint64_t count);
+  // Moves `part`'s metadata here, less the split.* keys.
+  void take_metadata_but_split_keys(GgufFile& part);
   const MetadataValue* find_value(std::string_view key) const;
   // The value of `key` if `accepts` it, else an error saying `expected` and what was found.
   Result<const MetadataValue*> lookup(std::string_view key, bool (*accepts)(const MetadataValue&),
@@ -126,6 +147,7 @@ class GgufFile {
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   std::span<const uint8_t> bytes_;
+  std::vector<FilePart> parts_;
   std::shared_ptr<void> mapping_;  // owns the mmap when opened from a path
   std::vector<std::pair<std::string, std::unique_ptr<MetadataValue>>> metadata_;
   std::vector<TensorInfo> tensors_;

@@ -189,10 +189,12 @@ const uint8_t* LoadedTensorData::data(const gguf::TensorInfo& tensor) const {
 Result<std::shared_ptr<const TensorData>> load_resident_tensor_data(const gguf::GgufFile& file,
                                                                     ProgressBar* progress) {
   if (!copied_when_resident(file)) {
-    populate_mapping(file.bytes(), progress);
+    // Part by part: the gaps between a split model's parts are not readable.
+    for (const FilePart& part : file.parts())
+      populate_mapping(file.bytes().subspan(part.offset, part.size), progress);
     return std::shared_ptr<const TensorData>(std::make_shared<MappedTensorData>(file));
   }
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file.name()));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file.parts()));
   STRATA_ASSIGN_OR_RETURN(
       auto loaded,
       LoadedTensorData::load(file, *reader, LoadedTensorData::Contents::kAll, progress));

@@ -19,6 +19,7 @@
 #include "base/svg_chart.h"
 #include "cpu/memory_bandwidth.h"
 #include "experts/disk_bandwidth.h"
+#include "gguf/gguf_file.h"
 #include "runtime/byte_size.h"
 #include "runtime/provenance.h"
 #include "runtime/summary_statistics.h"
@@ -85,8 +86,19 @@ struct Variant {
   MemorySetting memory;
   std::unique_ptr<Session> session;
   std::vector<std::vector<Run>> runs;  // per prompt length
+  std::vector<FilePart> parts;         // the model's files
   std::shared_ptr<FileReader> reader;  // for the disk probe, when streaming
 };
+
+// The reader the disk probe reads from: the model's largest file (a split model's first part
+// may hold little more than the metadata).
+Result<std::shared_ptr<FileReader>> open_probe_reader(const std::vector<FilePart>& parts) {
+  const FilePart& largest =
+      *std::max_element(parts.begin(), parts.end(),
+                        [](const FilePart& a, const FilePart& b) { return a.size < b.size; });
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(largest.path));
+  return reader;
+}
 
 // O_DIRECT read bandwidth of the model file with the session's readers, in 1 MiB reads at
 // random offsets. The disk drifts like the memory (1.1-1.8 GB/s within minutes here), so it is
@@ -107,25 +119,25 @@ Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::st
   return tokens;
 }
 
-// Share of the file's pages in the page cache (mincore over a fresh mapping).
-double page_cache_share(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  struct stat info {};
-  fstat(fd, &info);
-  void* map = ::mmap(nullptr, size_t(info.st_size), PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return -1;
+// Share of the model's pages in the page cache (mincore over fresh mappings of its files).
+double page_cache_share(const std::vector<FilePart>& parts) {
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> resident((size_t(info.st_size) + page - 1) / page);
-  double share = -1;
-  if (mincore(map, size_t(info.st_size), resident.data()) == 0) {
-    size_t count = 0;
-    for (unsigned char r : resident) count += r & 1;
-    share = double(count) / double(resident.size());
+  size_t cached = 0, total = 0;
+  for (const FilePart& part : parts) {
+    if (part.size == 0) continue;
+    const int fd = ::open(part.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    void* map = ::mmap(nullptr, part.size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return -1;
+    std::vector<unsigned char> resident((part.size + page - 1) / page);
+    const bool counted = mincore(map, part.size, resident.data()) == 0;
+    munmap(map, part.size);
+    if (!counted) return -1;
+    for (unsigned char r : resident) cached += r & 1;
+    total += resident.size();
   }
-  munmap(map, size_t(info.st_size));
-  return share;
+  return total > 0 ? double(cached) / double(total) : -1;
 }
 
 Status drop_page_cache() {
@@ -247,8 +259,10 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       v.budget_text = budget_text;
       STRATA_ASSIGN_OR_RETURN(v.memory, parse_memory_setting(budget_text));
       v.runs.resize(options.prompt_lengths.size());
+      STRATA_ASSIGN_OR_RETURN(const auto file, gguf::GgufFile::open(path));
+      v.parts = file->parts();
       if (v.memory.streaming()) {
-        STRATA_ASSIGN_OR_RETURN(v.reader, open_file_reader(path));
+        STRATA_ASSIGN_OR_RETURN(v.reader, open_probe_reader(v.parts));
       }
       if (!options.cold) {
         STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
@@ -266,7 +280,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
           v.session.reset();
           STRATA_RETURN_IF_ERROR(drop_page_cache());
         }
-        const double cached = page_cache_share(v.path);
+        const double cached = page_cache_share(v.parts);
         if (options.cold) {
           STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
         }
@@ -318,7 +332,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       .y_max = std::nullopt,
       .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (Variant& v : variants) {
-    STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(v.path));
+    STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_model(v.path));
     if (!v.session) {
       STRATA_ASSIGN_OR_RETURN(v.session, open_variant(options, v, n_ctx));
     }

@@ -8,31 +8,52 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <span>
 #include <thread>
 
 #include "base/cpu_features.h"
+#include "gguf/gguf_file.h"
 
 extern char** environ;
 
 namespace strata {
 
-Result<std::string> sha256_file(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) return Status::errorf("{}: cannot open for hashing", path);
+namespace {
+
+// SHA-256 of the files' bytes one after the other.
+Result<std::string> sha256_of_files(std::span<const std::string> paths) {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> context(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
   std::vector<unsigned char> buffer(8 << 20);
-  size_t got;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0)
-    EVP_DigestUpdate(context.get(), buffer.data(), got);
-  if (std::ferror(file.get())) return Status::errorf("{}: read error while hashing", path);
+  for (const std::string& path : paths) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                         &std::fclose);
+    if (!file) return Status::errorf("{}: cannot open for hashing", path);
+    size_t got;
+    while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0)
+      EVP_DigestUpdate(context.get(), buffer.data(), got);
+    if (std::ferror(file.get())) return Status::errorf("{}: read error while hashing", path);
+  }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(context.get(), digest, &length);
   std::string hex;
   for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
   return hex;
+}
+
+}  // namespace
+
+Result<std::string> sha256_file(const std::string& path) {
+  const std::string paths[] = {path};
+  return sha256_of_files(paths);
+}
+
+Result<std::string> sha256_model(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(const auto file, gguf::GgufFile::open(path));
+  std::vector<std::string> paths;
+  for (const FilePart& part : file->parts()) paths.push_back(part.path);
+  return sha256_of_files(paths);
 }
 
 static std::string first_line_with(const std::string& path, const std::string& prefix) {

@@ -15,6 +15,9 @@ const char* strata_build_commit();  // build_commit.cpp, generated at build time
 
 // Hex SHA-256 of a file's contents (streamed; fine for 17 GB models).
 Result<std::string> sha256_file(const std::string& path);
+// SHA-256 of a model's bytes: its file's, or a split model's parts' one after the other (the
+// digest of their concatenation). Opening the model finds the parts.
+Result<std::string> sha256_model(const std::string& path);
 
 // CPU model, cores, memory, kernel; the environment (variables whose names suggest secrets
 // are left out); this binary's path and hash.

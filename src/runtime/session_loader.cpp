@@ -91,7 +91,7 @@ MemoryPlan make_plan(const SessionOptions& options, const Model& described,
 Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                       LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
   const ExpertLayout& layout = described->weights().experts;
   uint64_t arena_bytes = 0;
   if (options.memory_budget > 0) {
@@ -174,7 +174,7 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(const auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(options.model_path));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
   const MemoryPlan plan = make_plan(options, *described, *reader);
   const ExpertLayout& layout = described->weights().experts;
   const uint64_t all_slots = ExpertArena::all_units_bytes(layout, reader->alignment());

@@ -36,7 +36,7 @@ int repack(const RepackFlags& flags) {
                "all tensors %.1f MiB\n",
                flags.output_path.c_str(), s.n_units,
                layout == ExpertFileLayout::kUnits ? "each one range" : "stacked by layer",
-               options.grouped_rows ? ", Q4_0 rows grouped" : "", double(s.unit_bytes) / 1024,
+               double(s.unit_bytes) / 1024, options.grouped_rows ? ", Q4_0 rows grouped" : "",
                double(s.expert_bytes) / 1048576, double(s.tensor_bytes) / 1048576);
   return 0;
 }
