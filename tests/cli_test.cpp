@@ -58,6 +58,8 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
        "--out: /nonexistent/dir: no such directory"},
       {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
       {"repack -m " + kModel + " -o " + kModel, "is the input file; refusing to overwrite it"},
+      {"split -m " + kModel + " -o /tmp/x --max-size 4M --parts 3", "--max-size excludes --parts"},
+      {"split -m " + kModel + " -o /tmp/x", "give either a maximum part size or a number of parts"},
   };
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);
@@ -169,6 +171,33 @@ TEST(Cli, RepackedModelGeneratesTheSameText) {
     ASSERT_EQ(grouped_text.exit_code, 0) << grouped_text.err;
     EXPECT_EQ(grouped_text.out, stacked_text.out) << arena;
   }
+}
+
+// split writes gguf-split's parts; every command opens them by the first one's name, and the
+// model generates the same text from them, resident and streaming.
+TEST(Cli, SplitModelGeneratesTheSameText) {
+  const fs::path dir = scratch() / "split";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string prefix = (dir / "tiny").string();
+  const auto split = strata("split -m " + kModel + " -o " + prefix + " --max-size 12M");
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  const std::string first = prefix + "-00001-of-00003.gguf";
+  EXPECT_NE(split.err.find("wrote 3 parts: " + first), std::string::npos) << split.err;
+  EXPECT_NE(strata("inspect -m " + first).out.find("in 3 parts"), std::string::npos);
+  const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
+  const auto one_file = strata("run -m " + kModel + generate);
+  for (const char* arena : {" --arena 25%", ""}) {
+    const auto parts = strata("run -m " + first + generate + arena);
+    ASSERT_EQ(parts.exit_code, 0) << parts.err;
+    EXPECT_EQ(parts.out, one_file.out) << arena;
+  }
+  const auto second = strata("run -m " + prefix + "-00002-of-00003.gguf" + generate);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(last_line(second.err).find("part 2 of a model split in 3 files: open the first part"),
+            std::string::npos)
+      << second.err;
+  fs::remove_all(dir);
 }
 
 }  // namespace

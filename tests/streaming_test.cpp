@@ -13,7 +13,7 @@
 #include "experts/expert_arena.h"
 #include "experts/fault_injecting_reader.h"
 #include "experts/streaming_expert_store.h"
-#include "gguf/gguf_split_test_support.h"
+#include "gguf/gguf_split_writer.h"
 #include "golden_data.h"
 #include "model/tensor_data.h"
 #include "model/unit_layout.h"
@@ -208,8 +208,9 @@ TEST(StreamingSplitModel, MatchesTheOneFileBitForBit) {
   std::filesystem::create_directories(dir);
   auto source = gguf::GgufFile::open(bundled_model());
   ASSERT_TRUE(source.ok()) << source.status().message();
-  const auto parts = testing::write_split_model(*source.value(), (dir / "tiny").string(),
-                                                {.n_parts = 3, .first_part_without_tensors = true});
+  const auto parts =
+      gguf::write_split_model(*source.value(), (dir / "tiny").string(),
+                              {.n_parts = 2, .metadata_only_first_part = true}, nullptr);
   ASSERT_TRUE(parts.ok()) << parts.status().message();
   const std::string& first = parts.value()[0];
 

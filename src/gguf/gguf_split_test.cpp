@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_split_test_support.h"
+#include "gguf/gguf_split_writer.h"
 #include "gguf/gguf_writer.h"
 
 namespace strata::gguf {
@@ -29,8 +30,8 @@ class SplitModelTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::vector<std::string> split(const std::string& name, const testing::SplitOptions& options) {
-    auto paths = testing::write_split_model(*source_, (dir_ / name).string(), options);
+  std::vector<std::string> split(const std::string& name, const SplitOptions& options) {
+    auto paths = write_split_model(*source_, (dir_ / name).string(), options, nullptr);
     EXPECT_TRUE(paths.ok()) << paths.status().message();
     return paths.ok() ? paths.value() : std::vector<std::string>{};
   }
@@ -45,13 +46,23 @@ class SplitModelTest : public ::testing::Test {
 };
 
 TEST_F(SplitModelTest, PartsOpenAsTheModelTheyWereSplitFrom) {
-  for (const testing::SplitOptions options :
-       {testing::SplitOptions{.n_parts = 3}, testing::SplitOptions{.n_parts = 2},
-        testing::SplitOptions{.n_parts = 3, .first_part_without_tensors = true}}) {
-    SCOPED_TRACE(fmt::format("{} parts{}", options.n_parts,
-                             options.first_part_without_tensors ? ", first without tensors" : ""));
-    const auto paths = split("model", options);
-    ASSERT_EQ(paths.size(), size_t(options.n_parts));
+  uint64_t largest_tensor = 0;
+  for (const TensorInfo& tensor : source_->tensors())
+    largest_tensor = std::max(largest_tensor, tensor.n_bytes);
+  for (const SplitOptions options : {SplitOptions{.n_parts = 3}, SplitOptions{.n_parts = 2},
+                                     SplitOptions{.n_parts = 2, .metadata_only_first_part = true},
+                                     SplitOptions{.max_part_bytes = largest_tensor}}) {
+    SCOPED_TRACE(fmt::format("{} parts, at most {} bytes{}", options.n_parts,
+                             options.max_part_bytes,
+                             options.metadata_only_first_part ? ", first without tensors" : ""));
+    const auto paths = split(fmt::format("model-{}-{}", options.n_parts, options.max_part_bytes) +
+                                 (options.metadata_only_first_part ? "-m" : ""),
+                             options);
+    if (options.n_parts > 0) {
+      ASSERT_EQ(paths.size(), size_t(options.n_parts + options.metadata_only_first_part));
+    } else {
+      ASSERT_GT(paths.size(), 2u);
+    }
     auto opened = GgufFile::open(paths[0]);
     ASSERT_TRUE(opened.ok()) << opened.status().message();
     const GgufFile& joined = *opened.value();
@@ -82,6 +93,14 @@ TEST_F(SplitModelTest, PartsOpenAsTheModelTheyWereSplitFrom) {
       }
       // Each part's own bytes sit at its offset: its header starts there.
       EXPECT_EQ(std::memcmp(joined.bytes().data() + part.offset, "GGUF", 4), 0);
+      auto alone = GgufFile::parse(joined.bytes().subspan(part.offset, part.size), part.path);
+      ASSERT_TRUE(alone.ok()) << alone.status().message();
+      uint64_t tensor_bytes = 0;
+      for (const TensorInfo& tensor : alone.value()->tensors()) tensor_bytes += tensor.n_bytes;
+      if (options.max_part_bytes > 0) {
+        EXPECT_LE(tensor_bytes, options.max_part_bytes);
+      }
+      EXPECT_EQ(alone.value()->tensors().empty(), p == 0 && options.metadata_only_first_part);
     }
   }
 }
@@ -96,6 +115,7 @@ TEST_F(SplitModelTest, OneFileIsItsOwnOnlyPart) {
 TEST_F(SplitModelTest, MissingOrMisnamedPartsAreOneClearError) {
   const auto paths = split("model", {.n_parts = 3});
   ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(paths[2], (dir_ / "model-00003-of-00003.gguf").string());
   EXPECT_EQ(open_error(paths[1]),
             paths[1] + ": part 2 of a model split in 3 files: open the first part");
 
@@ -114,6 +134,25 @@ TEST_F(SplitModelTest, MissingOrMisnamedPartsAreOneClearError) {
   fs::rename(dir_ / "aside.gguf", paths[1]);
   EXPECT_EQ(open_error(paths[0]),
             paths[1] + ": key split.no is 2, but the file is part 2 of 3 (expected 1)");
+}
+
+TEST_F(SplitModelTest, WriterRefusesBadRequestsAndExistingParts) {
+  const std::string prefix = (dir_ / "m").string();
+  const auto error = [&](const SplitOptions& options) {
+    auto paths = write_split_model(*source_, prefix, options, nullptr);
+    EXPECT_FALSE(paths.ok());
+    return paths.ok() ? "" : paths.status().message();
+  };
+  EXPECT_EQ(error({}), "split: give either a maximum part size or a number of parts");
+  EXPECT_EQ(error({.max_part_bytes = 1, .n_parts = 2}),
+            "split: give either a maximum part size or a number of parts");
+  EXPECT_EQ(error({.n_parts = int(source_->tensors().size()) + 1}),
+            fmt::format("{}: {} parts for {} tensors: a part would hold none", kSource,
+                        source_->tensors().size() + 1, source_->tensors().size()));
+  ASSERT_EQ(split("m", {.n_parts = 2}).size(), 2u);
+  EXPECT_EQ(error({.n_parts = 2}),
+            split_part_path(prefix, 1, 2) + ": already exists (--force replaces it)");
+  EXPECT_EQ(split("m", {.n_parts = 2, .overwrite = true}).size(), 2u);
 }
 
 // A part written by hand: its split keys as given, and F32 tensors of 8 values named `names`.

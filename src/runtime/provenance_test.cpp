@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gguf/gguf_split_test_support.h"
+#include "gguf/gguf_split_writer.h"
 
 namespace strata {
 namespace {
@@ -38,7 +38,8 @@ TEST_F(ProvenanceTest, Sha256OfASplitModelCoversEveryPart) {
       std::string(STRATA_SOURCE_DIR) + "/tests/golden/synthetic/models/tiny-qwen2moe-q4_0.gguf";
   auto file = gguf::GgufFile::open(source);
   ASSERT_TRUE(file.ok()) << file.status().message();
-  const auto parts = testing::write_split_model(*file.value(), (dir_ / "m").string(), {});
+  const auto parts =
+      gguf::write_split_model(*file.value(), (dir_ / "m").string(), {.n_parts = 3}, nullptr);
   ASSERT_TRUE(parts.ok()) << parts.status().message();
   const std::string joined = (dir_ / "joined").string();
   {

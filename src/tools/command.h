@@ -31,5 +31,6 @@ void add_cachesim_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
 void add_repack_command(CLI::App& app, Action& action);
+void add_split_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools
