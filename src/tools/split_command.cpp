@@ -62,8 +62,8 @@ void add_split_command(CLI::App& app, Action& action) {
       ->check(in_existing_directory());
   auto* max_size = command->add_option(
       "--max-size", flags->max_size,
-      "end a part before the tensor that would take it past SIZE (e.g. 4G; a larger tensor "
-      "gets a part of its own)");
+      "end a part before the tensor that would take its tensor bytes past SIZE (e.g. 4G; the "
+      "first part's metadata comes on top, and a larger tensor gets a part of its own)");
   auto* parts = command->add_option("--parts", flags->n_parts, "spread the tensors over N parts")
                     ->check(at_least(1));
   max_size->excludes(parts);
