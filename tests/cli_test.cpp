@@ -184,7 +184,10 @@ TEST(Cli, SplitModelGeneratesTheSameText) {
   ASSERT_EQ(split.exit_code, 0) << split.err;
   const std::string first = prefix + "-00001-of-00003.gguf";
   EXPECT_NE(split.err.find("wrote 3 parts: " + first), std::string::npos) << split.err;
-  EXPECT_NE(strata("inspect -m " + first).out.find("in 3 parts"), std::string::npos);
+  const std::string inspected = strata("inspect -m " + first).out;
+  EXPECT_NE(inspected.find("in 3 parts"), std::string::npos) << inspected;
+  EXPECT_NE(inspected.find("part 3/3        " + prefix + "-00003-of-00003.gguf"), std::string::npos)
+      << inspected;
   const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
   const auto one_file = strata("run -m " + kModel + generate);
   for (const char* arena : {" --arena 25%", ""}) {

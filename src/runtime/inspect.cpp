@@ -46,6 +46,11 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
       fmt::format("file              {} ({}{}, GGUF v{}, {} tensors)\n", path, format_bytes(bytes),
                   n_parts > 1 ? fmt::format(" in {} parts", n_parts) : "", file->version(),
                   file->tensors().size());
+  if (n_parts > 1) {
+    for (size_t p = 0; p < n_parts; ++p)
+      out += fmt::format("  part {}/{}        {} ({})\n", p + 1, n_parts, file->parts()[p].path,
+                         format_bytes(file->parts()[p].size));
+  }
   if (options.list_metadata) {
     for (const std::string& key : file->keys())
       out += fmt::format("  {} = {}\n", key, file->describe(key));
