@@ -4,8 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include <filesystem>
 #include <string>
+
+#include "gguf/gguf_file.h"
 
 #include "tools/cli_checks.h"
 
@@ -16,11 +17,14 @@ struct ModelRewriteFlags {
   std::string output_path;
   bool force = false;
 
-  // The input's size, for a progress bar (0 if it cannot be read: the bar only shows progress).
+  // The input's size, all parts of a split model, for a progress bar (0 if the model cannot
+  // be opened: the command then reports why).
   uint64_t input_bytes() const {
-    std::error_code error;
-    const auto bytes = std::filesystem::file_size(input_path, error);
-    return error ? 0 : bytes;
+    const auto file = gguf::GgufFile::open(input_path);
+    if (!file.ok()) return 0;
+    uint64_t bytes = 0;
+    for (const FilePart& part : file.value()->parts()) bytes += part.size;
+    return bytes;
   }
 };
 
