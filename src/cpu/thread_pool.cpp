@@ -33,7 +33,8 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::parallel_for(int64_t n_tasks,
                               const std::function<void(int64_t index, int thread)>& task) {
   if (n_tasks <= 0) return;
-  const int participants = spare_condition_ && spare_condition_() ? size() - 1 : size();
+  const int participants =
+      size() > 1 && spare_condition_ && spare_condition_() ? size() - 1 : size();
   if (participants == 1 || n_tasks == 1) {
     for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
     return;

@@ -43,7 +43,8 @@ class ThreadPool {
   // reads need (on a 2-vCPU VM, the virtual disk itself is slower while both vCPUs are busy).
   void rest() { resting_.store(true, std::memory_order_relaxed); }
 
-  // A job that starts while `condition()` holds runs on size() - 1 threads: the last worker
+  // A job that starts while `condition()` holds runs on size() - 1 threads (a pool of one
+  // thread keeps it): the last worker
   // sits it out, leaving its core to the I/O threads (and, on a VM, to the virtual disk's
   // emulation, which shares the VM's cores). Called on the caller's thread at every job's
   // start, so it must be cheap. Results do not depend on it (tasks are thread-independent).

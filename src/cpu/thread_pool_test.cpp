@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -102,6 +103,14 @@ TEST(ThreadPool, SparedWorkerSitsOutJobsStartedWhileTheConditionHolds) {
     }
   }
   EXPECT_TRUE(last_thread_ran_unspared);
+}
+
+TEST(ThreadPool, OneThreadKeepsItsCoreWhenAskedToSpareOne) {
+  ThreadPool pool(1);
+  pool.spare_a_core_while([] { return true; });
+  std::vector<int> runs(100);
+  pool.parallel_for(100, [&](int64_t index, int thread) { runs[size_t(index)] += 1 + thread; });
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), 1), 100);
 }
 
 TEST(ThreadPool, TwoThreadsSparingACoreRunOnTheCaller) {

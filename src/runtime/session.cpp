@@ -182,7 +182,8 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   // some running: on the 2-vCPU VM, whose virtual disk reads 25-35 % slower while both vCPUs
   // compute, the 30B shape decoded 4-5 % faster at a 25 % arena and 12 % at 50 % (README,
   // "Streaming speed"). Prefill keeps every thread: it computes far more per byte read.
-  if (streaming && options.n_threads >= int(std::thread::hardware_concurrency())) {
+  if (streaming && options.n_threads > 1 &&
+      options.n_threads >= int(std::thread::hardware_concurrency())) {
     impl->pool->spare_a_core_while(
         [impl = impl.get()] { return impl->decoding && impl->loaded.experts->reading(); });
   }
