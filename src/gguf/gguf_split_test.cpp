@@ -189,5 +189,25 @@ TEST_F(SplitModelTest, InconsistentPartsAreOneClearError) {
   EXPECT_EQ(open_error(first), second + ": key split.count is 3, but the first part says 2");
 }
 
+TEST_F(SplitModelTest, SplitKeysOfTheWrongTypeAreOneClearError) {
+  const std::string path = (dir_ / "m-00001-of-00002.gguf").string();
+  GgufWriter writer(path);
+  writer.set_string(kSplitCountKey, "two");
+  ASSERT_TRUE(writer.begin().ok());
+  ASSERT_TRUE(writer.finish().ok());
+  EXPECT_EQ(open_error(path),
+            path + ": key split.count: expected an unsigned integer, found string");
+}
+
+// A file that says it is the only part of itself is an ordinary file.
+TEST_F(SplitModelTest, OnePartIsAnOrdinaryFile) {
+  const std::string path = (dir_ / "m-00001-of-00001.gguf").string();
+  write_part(path, 0, 1, 1, {"a"});
+  auto file = GgufFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file.value()->parts().size(), 1u);
+  EXPECT_NE(file.value()->find_tensor("a"), nullptr);
+}
+
 }  // namespace
 }  // namespace strata::gguf
