@@ -545,6 +545,12 @@ Status GgufFile::parse_image(std::span<const uint8_t> bytes, std::string name) {
   return Parser(*this).run().with_prefix(name_);
 }
 
+uint64_t GgufFile::file_size() const {
+  uint64_t bytes = 0;
+  for (const FilePart& part : parts_) bytes += part.size;
+  return bytes;
+}
+
 void GgufFile::take_metadata_but_split_keys(GgufFile& part) {
   for (auto& entry : part.metadata_) {
     if (!entry.first.starts_with("split.")) metadata_.push_back(std::move(entry));

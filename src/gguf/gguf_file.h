@@ -95,7 +95,9 @@ class GgufFile {
   // Where the data section starts: the end of the tensor infos rounded up to the alignment.
   // Files without tensors (vocab-only files) may end before it, so it can exceed file_size().
   uint64_t data_offset() const { return data_offset_; }
-  uint64_t file_size() const { return bytes_.size(); }
+  // The bytes of the model's files: a split model's parts together, without the gaps bytes()
+  // has between them.
+  uint64_t file_size() const;
   // The whole file image (mapped or in memory); a split model's parts with gaps between them
   // that nothing may read.
   std::span<const uint8_t> bytes() const { return bytes_; }

@@ -83,6 +83,9 @@ TEST_F(SplitModelTest, PartsOpenAsTheModelTheyWereSplitFrom) {
       EXPECT_EQ(joined.find_tensor(got.name), &got);
     }
     ASSERT_EQ(joined.parts().size(), paths.size());
+    uint64_t part_bytes = 0;
+    for (const std::string& path : paths) part_bytes += fs::file_size(path);
+    EXPECT_EQ(joined.file_size(), part_bytes);
     for (size_t p = 0; p < paths.size(); ++p) {
       const FilePart& part = joined.parts()[p];
       EXPECT_EQ(part.path, paths[p]);

@@ -39,13 +39,11 @@ void append_config(const ModelConfig& c, std::string& out) {
 
 Result<std::string> inspect_model(const std::string& path, const InspectOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
-  uint64_t bytes = 0;
-  for (const FilePart& part : file->parts()) bytes += part.size;
   const size_t n_parts = file->parts().size();
-  std::string out =
-      fmt::format("file              {} ({}{}, GGUF v{}, {} tensors)\n", path, format_bytes(bytes),
-                  n_parts > 1 ? fmt::format(" in {} parts", n_parts) : "", file->version(),
-                  file->tensors().size());
+  std::string out = fmt::format("file              {} ({}{}, GGUF v{}, {} tensors)\n", path,
+                                format_bytes(file->file_size()),
+                                n_parts > 1 ? fmt::format(" in {} parts", n_parts) : "",
+                                file->version(), file->tensors().size());
   if (n_parts > 1) {
     for (size_t p = 0; p < n_parts; ++p)
       out += fmt::format("  part {}/{}        {} ({})\n", p + 1, n_parts, file->parts()[p].path,

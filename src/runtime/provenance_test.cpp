@@ -1,32 +1,21 @@
 #include "runtime/provenance.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "gguf/gguf_split_writer.h"
+#include "model/model_file_test_support.h"
 
 namespace strata {
 namespace {
 
-namespace fs = std::filesystem;
-
-class ProvenanceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("provenance_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+using ProvenanceTest = testing::ScratchDirectoryTest;
 
 TEST_F(ProvenanceTest, Sha256OfAFileIsTheStandardDigest) {
-  const std::string path = (dir_ / "abc").string();
-  std::ofstream(path) << "abc";
-  const auto digest = sha256_file(path);
+  const std::string abc = path("abc");
+  std::ofstream(abc) << "abc";
+  const auto digest = sha256_file(abc);
   ASSERT_TRUE(digest.ok()) << digest.status().message();
   EXPECT_EQ(digest.value(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
@@ -34,14 +23,12 @@ TEST_F(ProvenanceTest, Sha256OfAFileIsTheStandardDigest) {
 // A split model's digest is that of its parts' bytes one after the other, so that it changes
 // when any part does; a model in one file keeps its file's digest.
 TEST_F(ProvenanceTest, Sha256OfASplitModelCoversEveryPart) {
-  const std::string source =
-      std::string(STRATA_SOURCE_DIR) + "/tests/golden/synthetic/models/tiny-qwen2moe-q4_0.gguf";
+  const std::string source = testing::golden_synthetic("models/tiny-qwen2moe-q4_0.gguf");
   auto file = gguf::GgufFile::open(source);
   ASSERT_TRUE(file.ok()) << file.status().message();
-  const auto parts =
-      gguf::write_split_model(*file.value(), (dir_ / "m").string(), {.n_parts = 3}, nullptr);
+  const auto parts = gguf::write_split_model(*file.value(), path("m"), {.n_parts = 3}, nullptr);
   ASSERT_TRUE(parts.ok()) << parts.status().message();
-  const std::string joined = (dir_ / "joined").string();
+  const std::string joined = path("joined");
   {
     std::ofstream out(joined, std::ios::binary);
     for (const std::string& part : parts.value())

@@ -21,10 +21,7 @@ struct ModelRewriteFlags {
   // be opened: the command then reports why).
   uint64_t input_bytes() const {
     const auto file = gguf::GgufFile::open(input_path);
-    if (!file.ok()) return 0;
-    uint64_t bytes = 0;
-    for (const FilePart& part : file.value()->parts()) bytes += part.size;
-    return bytes;
+    return file.ok() ? file.value()->file_size() : 0;
   }
 };
 
