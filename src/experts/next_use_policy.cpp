@@ -24,10 +24,11 @@ int gap_bucket(int64_t gap) {
 
 }  // namespace
 
-NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, bool successors)
+NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Ranks ranks)
     : n_layer_(n_layer),
       n_expert_(n_expert),
       decay_(std::exp2(-1.0 / kHalfLifeVisits)),
+      ranks_(ranks),
       current_layer_(n_layer - 1) {
   STRATA_CHECK(n_layer >= 1 && n_expert >= 1);
   STRATA_CHECK_LE(uint64_t(n_layer) * uint64_t(n_expert), uint64_t(UnitList::kMaxUnits));
@@ -38,7 +39,9 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, bool successors)
   uses_.assign(size_t(kGapBuckets * n_frequency_), 0.0);
   samples_.assign(uses_.size(), 0.0);
   visit_cells_.assign(size_t(n_expert), 0);
-  if (successors) successors_.emplace(n_layer, n_expert);
+  if (ranks == Ranks::kSuccessors) successors_.emplace(n_layer, n_expert);
+  if (ranks == Ranks::kPredicted)
+    predicted_buckets_.assign(size_t(n_layer) * size_t(n_expert), int8_t(-1));
   ranked_uses_.assign(size_t(SuccessorRanks::kBuckets) * uses_.size(), 0.0);
   ranked_samples_.assign(ranked_uses_.size(), 0.0);
   visit_buckets_.assign(size_t(n_expert), -1);
@@ -90,12 +93,24 @@ double NextUsePolicy::probability(int bucket, int cell) const {
   return bucket < 0 ? rate(cell) : ranked_rate(bucket, cell);
 }
 
+int NextUsePolicy::rank_bucket_now(int layer, int expert) const {
+  switch (ranks_) {
+    case Ranks::kNone:
+      return -1;
+    case Ranks::kSuccessors:
+      return successors_->bucket(layer, expert);
+    case Ranks::kPredicted:
+      return predicted_buckets_[size_t(layer) * size_t(n_expert_) + size_t(expert)];
+  }
+  return -1;
+}
+
 int NextUsePolicy::next_visit_bucket(uint32_t unit) const {
   const int layer = int(unit / uint32_t(n_expert_));
   // The ranks come from the layer's latest visit: while it runs, they are not yet about the
   // next one.
-  const bool ranked = successors_ && !(counting_ && layer == current_layer_);
-  return ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
+  if (counting_ && layer == current_layer_) return -1;
+  return rank_bucket_now(layer, int(unit) % n_expert_);
 }
 
 double NextUsePolicy::use_probability(uint32_t unit) const {
@@ -159,10 +174,22 @@ void NextUsePolicy::on_layer(int layer, bool prefill) {
   Layer& visiting = layers_[size_t(layer)];
   for (int e = 0; e < n_expert_; ++e) {
     visit_cells_[size_t(e)] = cell(uint32_t(layer * n_expert_ + e), visiting.visits + 1);
-    visit_buckets_[size_t(e)] = successors_ ? successors_->bucket(layer, e) : -1;
+    visit_buckets_[size_t(e)] = rank_bucket_now(layer, e);
   }
   ++visiting.visits;
   visiting.visit_mass = visiting.visit_mass * decay_ + 1;
+}
+
+void NextUsePolicy::on_next_visit_ranking(int layer, std::span<const int32_t> ranking) {
+  if (ranks_ != Ranks::kPredicted) return;
+  STRATA_CHECK(layer >= 0 && layer < n_layer_);
+  STRATA_CHECK_EQ(ranking.size(), size_t(n_expert_));
+  int8_t* buckets = predicted_buckets_.data() + size_t(layer) * size_t(n_expert_);
+  for (size_t rank = 0; rank < ranking.size(); ++rank) {
+    STRATA_CHECK(ranking[rank] >= 0 && ranking[rank] < n_expert_);
+    buckets[size_t(ranking[rank])] = int8_t(rank_bucket(int(rank)));
+  }
+  // The cached tails are per (bucket, cell), not per unit: nothing to invalidate.
 }
 
 void NextUsePolicy::count_use(uint32_t unit) {

@@ -56,6 +56,16 @@
 // document itself gave +1.6 over all tokens (59.9 %, MIN 73.6 %): warm-up is not what is
 // missing.
 //
+// With predicted ranks ("predicted"), the rank comes instead from the next-token predictor
+// (model/next_expert_predictor.h): after each visit of a layer, the transformer ranks the
+// layer's experts for its next visit from the hidden state (on_next_visit_ranking), and the
+// table learns online how often each rank bucket is used. Without a ranking yet (or after a
+// prompt chunk's, which is about the chunk's last token and so kept) the unit goes without.
+//
+// Why: the hidden state carries what the model expects next; on strata-tiny-moe's held-out
+// documents the predictor's top quarter of a layer held ~71 % of the next token's experts,
+// successor ranks' and decayed counts' ~56 % (README "Cache lab" for the hit rates).
+//
 // Prompt chunks (on_layer with prefill) are not counted: their union of experts says little
 // about one token's, so they add no samples, no visits and no uses; they still move the layer
 // clock, and the visit after one has no successor ranks. Scan inserts add no use either.
@@ -82,11 +92,15 @@ class NextUsePolicy final : public ReplacementPolicy {
   static constexpr double kHalfLifeVisits = 32;
   static constexpr double kPriorSamples = 10;
 
-  // `successors`: q also depends on the unit's successor rank (experts/successor_ranks.h).
+  // What ranks a unit for its layer's next visit, the table's third index: nothing, successor
+  // counts (experts/successor_ranks.h) or the rankings on_next_visit_ranking() hands over.
+  enum class Ranks { kNone, kSuccessors, kPredicted };
+
   // REQUIRES: n_layer >= 1, n_expert >= 1
-  NextUsePolicy(int n_layer, int n_expert, bool successors);
+  NextUsePolicy(int n_layer, int n_expert, Ranks ranks);
 
   void on_layer(int layer, bool prefill) override;
+  void on_next_visit_ranking(int layer, std::span<const int32_t> ranking) override;
   void on_insert(uint32_t unit, bool scan) override;
   void on_access(uint32_t unit) override;
   void on_remove(uint32_t unit) override;
@@ -127,6 +141,8 @@ class NextUsePolicy final : public ReplacementPolicy {
   // q for a rank bucket (-1: none) and a cell, and the unit's bucket for its layer's next visit.
   double probability(int bucket, int cell) const;
   int next_visit_bucket(uint32_t unit) const;
+  // The unit's rank bucket from the latest ranking of its layer (-1: none), whatever runs now.
+  int rank_bucket_now(int layer, int expert) const;
   // n_layer * (1 - q) / q, E's part after the distance. victim() needs it for every resident unit
   // at every miss (a 30B-A3B arena at 25 % holds 1,536 units), and it depends only on the
   // (bucket, cell) pair and the tables, which change once per counted visit: it is kept per pair
@@ -144,7 +160,9 @@ class NextUsePolicy final : public ReplacementPolicy {
   std::vector<double> uses_, samples_;  // [gap bucket][frequency bucket]
   double total_uses_ = 0, total_samples_ = 0;
   std::vector<int> visit_cells_;  // [expert]: cells at the start of the current counted visit
+  Ranks ranks_;
   std::optional<SuccessorRanks> successors_;
+  std::vector<int8_t> predicted_buckets_;  // [layer][expert], with Ranks::kPredicted; -1: none
   std::vector<double> ranked_uses_, ranked_samples_;  // [rank bucket][gap][frequency]
   std::vector<int> visit_buckets_;     // [expert]: rank buckets at the start of the visit; -1: none
   uint64_t table_generation_ = 1;      // bumped whenever the tables above change

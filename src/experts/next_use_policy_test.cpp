@@ -42,21 +42,21 @@ Outcome replay(NextUsePolicy& policy, int warm_up, int n_visits) {
 }
 
 TEST(NextUsePolicy, SuccessorRanksTellWhichExpertFollows) {
-  NextUsePolicy policy(2, kExperts, /*successors=*/true);
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Ranks::kSuccessors);
   const Outcome outcome = replay(policy, 300, 500);
   EXPECT_GE(outcome.right_victims, 190);
   EXPECT_GT(outcome.needed_probability / 200, 0.8);
 }
 
 TEST(NextUsePolicy, WithoutSuccessorRanksTheHistoryAloneCannotTell) {
-  NextUsePolicy policy(2, kExperts, /*successors=*/false);
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Ranks::kNone);
   const Outcome outcome = replay(policy, 300, 500);
   EXPECT_LE(outcome.right_victims, 140);
   EXPECT_NEAR(outcome.needed_probability / 200, 0.5, 0.1);
 }
 
 TEST(NextUsePolicy, APromptChunkBreaksTheSuccession) {
-  NextUsePolicy policy(2, kExperts, /*successors=*/true);
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Ranks::kSuccessors);
   replay(policy, 500, 500);
   EXPECT_GT(std::max(policy.use_probability(2), policy.use_probability(3)), 0.8);
   policy.on_layer(0, /*prefill=*/true);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,11 @@ class ReplacementPolicy {
   // chunk when `prefill`, whose units come as scan inserts). Layers come round in order, so
   // a policy can tell how soon each unit's layer is needed again.
   virtual void on_layer(int layer, bool prefill) {}
+
+  // How likely each expert of `layer` is to be used at the layer's next visit, as a ranking
+  // (all n_expert experts, best first) from the next-token predictor
+  // (model/next_expert_predictor.h). Comes after the layer's visit, at a deterministic point.
+  virtual void on_next_visit_ranking(int layer, std::span<const int32_t> ranking) {}
 
   // A unit became resident. `scan` marks units streamed for a prompt (prefill): a policy
   // should let them go before the units the conversation keeps using.
