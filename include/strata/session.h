@@ -175,11 +175,6 @@ class Session {
   // l - 1 whether or not read-ahead is on). For `strata trace`.
   using PredictionCallback = RouteCallback;
   void set_prediction_callback(PredictionCallback callback);
-  // With a next-expert predictor: called for every token fed and every layer with the
-  // predictor's ranking of all the layer's experts for the token after it, best first. For
-  // `strata trace`.
-  using NextVisitCallback = RouteCallback;
-  void set_next_visit_callback(NextVisitCallback callback);
   // Called for every layer of every forward batch with what the router reads, [n_tokens][n_embd]
   // (the normed hidden state) for the tokens at positions [position, position + n_tokens).
   // For `strata fit-predictor`.

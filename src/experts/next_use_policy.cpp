@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "experts/unit_list.h"
@@ -24,11 +25,10 @@ int gap_bucket(int64_t gap) {
 
 }  // namespace
 
-NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Ranks ranks)
+NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Signal signal)
     : n_layer_(n_layer),
       n_expert_(n_expert),
       decay_(std::exp2(-1.0 / kHalfLifeVisits)),
-      ranks_(ranks),
       current_layer_(n_layer - 1) {
   STRATA_CHECK(n_layer >= 1 && n_expert >= 1);
   STRATA_CHECK_LE(uint64_t(n_layer) * uint64_t(n_expert), uint64_t(UnitList::kMaxUnits));
@@ -39,9 +39,9 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Ranks ranks)
   uses_.assign(size_t(kGapBuckets * n_frequency_), 0.0);
   samples_.assign(uses_.size(), 0.0);
   visit_cells_.assign(size_t(n_expert), 0);
-  if (ranks == Ranks::kSuccessors) successors_.emplace(n_layer, n_expert);
-  if (ranks == Ranks::kPredicted)
-    predicted_buckets_.assign(size_t(n_layer) * size_t(n_expert), int8_t(-1));
+  if (signal == Signal::kSuccessors) successors_.emplace(n_layer, n_expert);
+  predicted_ = signal == Signal::kPredictor;
+  if (predicted_) predictions_.assign(units_.size(), std::numeric_limits<float>::quiet_NaN());
   ranked_uses_.assign(size_t(SuccessorRanks::kBuckets) * uses_.size(), 0.0);
   ranked_samples_.assign(ranked_uses_.size(), 0.0);
   visit_buckets_.assign(size_t(n_expert), -1);
@@ -93,28 +93,27 @@ double NextUsePolicy::probability(int bucket, int cell) const {
   return bucket < 0 ? rate(cell) : ranked_rate(bucket, cell);
 }
 
-int NextUsePolicy::rank_bucket_now(int layer, int expert) const {
-  switch (ranks_) {
-    case Ranks::kNone:
-      return -1;
-    case Ranks::kSuccessors:
-      return successors_->bucket(layer, expert);
-    case Ranks::kPredicted:
-      return predicted_buckets_[size_t(layer) * size_t(n_expert_) + size_t(expert)];
-  }
-  return -1;
-}
-
 int NextUsePolicy::next_visit_bucket(uint32_t unit) const {
   const int layer = int(unit / uint32_t(n_expert_));
   // The ranks come from the layer's latest visit: while it runs, they are not yet about the
   // next one.
-  if (counting_ && layer == current_layer_) return -1;
-  return rank_bucket_now(layer, int(unit) % n_expert_);
+  const bool ranked = successors_ && !(counting_ && layer == current_layer_);
+  return ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
+}
+
+double NextUsePolicy::predicted_probability(uint32_t unit) const {
+  const int layer = int(unit / uint32_t(n_expert_));
+  const float estimate = predictions_[unit];
+  if ((counting_ && layer == current_layer_) || std::isnan(estimate)) return -1;
+  return 0.5 * rate(next_visit_cell(unit)) + 0.5 * std::clamp(double(estimate), 1e-3, 1.0);
 }
 
 double NextUsePolicy::use_probability(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
+  if (predicted_) {
+    const double q = predicted_probability(unit);
+    if (q > 0) return q;
+  }
   return probability(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
@@ -132,6 +131,10 @@ double NextUsePolicy::expected_next_use(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
   const int layer = int(unit / uint32_t(n_expert_));
   const int distance = (layer - current_layer_ + n_layer_ - 1) % n_layer_ + 1;  // 1..n_layer
+  if (predicted_) {
+    const double q = predicted_probability(unit);
+    if (q > 0) return distance + n_layer_ * (1 - q) / q;
+  }
   return distance + next_use_tail(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
@@ -174,22 +177,17 @@ void NextUsePolicy::on_layer(int layer, bool prefill) {
   Layer& visiting = layers_[size_t(layer)];
   for (int e = 0; e < n_expert_; ++e) {
     visit_cells_[size_t(e)] = cell(uint32_t(layer * n_expert_ + e), visiting.visits + 1);
-    visit_buckets_[size_t(e)] = rank_bucket_now(layer, e);
+    visit_buckets_[size_t(e)] = successors_ ? successors_->bucket(layer, e) : -1;
   }
   ++visiting.visits;
   visiting.visit_mass = visiting.visit_mass * decay_ + 1;
 }
 
-void NextUsePolicy::on_next_visit_ranking(int layer, std::span<const int32_t> ranking) {
-  if (ranks_ != Ranks::kPredicted) return;
+void NextUsePolicy::on_next_visit_scores(int layer, std::span<const float> scores) {
+  if (!predicted_) return;
   STRATA_CHECK(layer >= 0 && layer < n_layer_);
-  STRATA_CHECK_EQ(ranking.size(), size_t(n_expert_));
-  int8_t* buckets = predicted_buckets_.data() + size_t(layer) * size_t(n_expert_);
-  for (size_t rank = 0; rank < ranking.size(); ++rank) {
-    STRATA_CHECK(ranking[rank] >= 0 && ranking[rank] < n_expert_);
-    buckets[size_t(ranking[rank])] = int8_t(rank_bucket(int(rank)));
-  }
-  // The cached tails are per (bucket, cell), not per unit: nothing to invalidate.
+  STRATA_CHECK_EQ(scores.size(), size_t(n_expert_));
+  std::copy(scores.begin(), scores.end(), predictions_.begin() + ptrdiff_t(layer) * n_expert_);
 }
 
 void NextUsePolicy::count_use(uint32_t unit) {

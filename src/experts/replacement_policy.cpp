@@ -31,13 +31,13 @@ Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
     policy = std::make_unique<LrfuPolicy>(LrfuPolicy::kHalfLifePerSlot * double(shape.capacity));
   if (name == "nextuse")
     policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert,
-                                             NextUsePolicy::Ranks::kNone);
+                                             NextUsePolicy::Signal::kHistory);
   if (name == "successor")
     policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert,
-                                             NextUsePolicy::Ranks::kSuccessors);
+                                             NextUsePolicy::Signal::kSuccessors);
   if (name == "predicted")
     policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert,
-                                             NextUsePolicy::Ranks::kPredicted);
+                                             NextUsePolicy::Signal::kPredictor);
   if (!policy)
     return Status::errorf("unknown replacement policy '{}' (known: {})", name,
                           fmt::join(policy_names(), ", "));

@@ -25,10 +25,10 @@ class ReplacementPolicy {
   // a policy can tell how soon each unit's layer is needed again.
   virtual void on_layer(int layer, bool prefill) {}
 
-  // How likely each expert of `layer` is to be used at the layer's next visit, as a ranking
-  // (all n_expert experts, best first) from the next-token predictor
-  // (model/next_expert_predictor.h). Comes after the layer's visit, at a deterministic point.
-  virtual void on_next_visit_ranking(int layer, std::span<const int32_t> ranking) {}
+  // The next-token predictor's estimate (model/next_expert_predictor.h), per expert of
+  // `layer`, that it is used at the layer's next visit; comes after the layer's visit (at a
+  // deterministic point). A policy that cannot use it ignores it.
+  virtual void on_next_visit_scores(int layer, std::span<const float> scores) {}
 
   // A unit became resident. `scan` marks units streamed for a prompt (prefill): a policy
   // should let them go before the units the conversation keeps using.

@@ -341,8 +341,8 @@ void StreamingExpertStore::end_layer(int layer) {
   current_layer_ = -1;
 }
 
-void StreamingExpertStore::expect_next_visit(int layer, std::span<const int32_t> ranking) {
-  for (auto& each : policies_) each->on_next_visit_ranking(layer, ranking);
+void StreamingExpertStore::expect_next_visit(int layer, std::span<const float> scores) {
+  for (auto& each : policies_) each->on_next_visit_scores(layer, scores);
 }
 
 bool StreamingExpertStore::is_resident(int layer, int32_t expert) const {

@@ -7,6 +7,7 @@
 #include "base/check.h"
 
 namespace strata {
+namespace {
 
 int rank_bucket(int rank) {
   if (rank < 8) return rank;
@@ -14,6 +15,8 @@ int rank_bucket(int rank) {
   const bool upper_half = rank >= 3 << (octave + 2);
   return std::min(8 + 2 * octave + int(upper_half), SuccessorRanks::kBuckets - 1);
 }
+
+}  // namespace
 
 SuccessorRanks::SuccessorRanks(int n_layer, int n_expert) : n_layer_(n_layer), n_expert_(n_expert) {
   STRATA_CHECK(n_layer >= 1 && n_expert >= 1);

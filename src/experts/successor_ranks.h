@@ -20,10 +20,6 @@
 
 namespace strata {
 
-// Rank buckets shared with the predicted ranks of NextUsePolicy: ranks 0..7 one bucket each,
-// then two per octave, up to SuccessorRanks::kBuckets - 1.
-int rank_bucket(int rank);
-
 class SuccessorRanks {
  public:
   static constexpr int kBuckets = 16;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 
 #include <fmt/format.h>
 
@@ -117,13 +116,6 @@ Matrix NextExpertPredictor::matrix(int layer) const {
 std::span<const float> NextExpertPredictor::bias(int layer) const {
   STRATA_CHECK(layer >= 0 && layer < n_layer_);
   return {biases_.data() + size_t(layer) * size_t(n_expert_), size_t(n_expert_)};
-}
-
-void NextExpertPredictor::rank(std::span<const float> scores, std::span<int32_t> ranking) {
-  STRATA_CHECK_EQ(scores.size(), ranking.size());
-  std::iota(ranking.begin(), ranking.end(), 0);
-  std::stable_sort(ranking.begin(), ranking.end(),
-                   [&](int32_t a, int32_t c) { return scores[size_t(a)] > scores[size_t(c)]; });
 }
 
 }  // namespace strata

@@ -51,8 +51,6 @@ class NextExpertPredictor {
   // router reads for a token, scores (n_expert) about the token after it.
   Matrix matrix(int layer) const;
   std::span<const float> bias(int layer) const;
-  // The experts best first by score (bias added already), ties by expert id.
-  static void rank(std::span<const float> scores, std::span<int32_t> ranking);
   int64_t n_expert() const { return n_expert_; }
   // Memory it holds (the plan counts it).
   uint64_t bytes() const { return (weights_.size() + biases_.size()) * sizeof(float); }

@@ -85,7 +85,7 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
   uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
                     2 * routed * F + routed * E + 2 * T * Fs + T * E + T + T * E +
                     T * uint64_t(c.n_expert) +                        // next-layer prediction
-                    2 * T * uint64_t(c.n_expert) +  // next-token prediction: scores, ranking
+                    uint64_t(c.n_expert) +  // next-token prediction
                     AttentionScratch::floats_for(n_ctx, n_threads) +  // attention scores
                     (all_logits ? T : 1) * uint64_t(c.n_vocab);       // logits
   floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
@@ -103,7 +103,6 @@ void Transformer::release_scratch() {
     v->shrink_to_fit();
   }
   prediction_best_rank_ = {};
-  next_visit_ranking_ = {};
   prediction_top_ = {};
   for (auto* rows : {&gathered_gate_, &gathered_up_, &activations_, &scratch_rows_}) {
     rows->bytes.clear();
@@ -279,20 +278,11 @@ void Transformer::route(int layer, int64_t n) {
 void Transformer::predict_next_visit(int layer, int64_t n) {
   if (!next_expert_predictor_) return;
   const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
-  const int64_t first = next_visit_observer_ ? 0 : n - 1;
-  const int64_t rows = n - first;
-  next_visit_scores_.resize(size_t(rows * n_expert));
-  next_visit_ranking_.resize(size_t(rows * n_expert));
-  matmul(pool_, next_expert_predictor_->matrix(layer), normed_.data() + first * n_embd, rows,
+  next_visit_scores_.resize(size_t(n_expert));
+  matmul(pool_, next_expert_predictor_->matrix(layer), normed_.data() + (n - 1) * n_embd, 1,
          next_visit_scores_.data(), scratch_rows_);
   const std::span<const float> bias = next_expert_predictor_->bias(layer);
-  for (int64_t r = 0; r < rows; ++r) {
-    const std::span<float> scores(next_visit_scores_.data() + r * n_expert, size_t(n_expert));
-    for (int64_t e = 0; e < n_expert; ++e) scores[size_t(e)] += bias[size_t(e)];
-    const std::span<int32_t> ranking(next_visit_ranking_.data() + r * n_expert, size_t(n_expert));
-    NextExpertPredictor::rank(scores, ranking);
-    if (next_visit_observer_) next_visit_observer_(layer, first + r, ranking);
-  }
+  for (int64_t e = 0; e < n_expert; ++e) next_visit_scores_[size_t(e)] += bias[size_t(e)];
 }
 
 void Transformer::predict_next_layers(int layer, int64_t n) {
@@ -403,8 +393,7 @@ Status Transformer::moe_block(int layer, int64_t n) {
   }
   experts_.end_layer(layer);
   if (next_expert_predictor_)
-    experts_.expect_next_visit(
-        layer, {next_visit_ranking_.end() - n_expert, size_t(n_expert)});
+    experts_.expect_next_visit(layer, next_visit_scores_);
 
   // Mix in pick order (best first), as llama.cpp sums its expert views.
   moe_out_.assign(size_t(n * n_embd), 0.0f);

@@ -34,10 +34,6 @@ using RouteObserver = std::function<void(int layer, int64_t token_index, std::sp
 // (made during layer l - 1, see RoutingOptions::readahead): its top experts, best first.
 using PredictionObserver =
     std::function<void(int layer, int64_t token_index, std::span<const int32_t>)>;
-// Called once per layer and token with the next-token predictor's ranking of the layer's
-// experts for the token after it (all n_expert, best first), when a predictor is set.
-using NextVisitObserver =
-    std::function<void(int layer, int64_t token_index, std::span<const int32_t> ranking)>;
 // Called once per layer with what the router reads: [n_tokens][n_embd] (the normed hidden
 // state). For calibration and analysis tools.
 using RouterInputObserver =
@@ -79,13 +75,10 @@ class Transformer {
     prediction_observer_ = std::move(observer);
     prediction_count_ = count;
   }
-  // Ranks each layer's experts for the next token after every visit and hands the last token's
-  // ranking to the store's policy (ExpertStore::expect_next_visit).
+  // After every visit of a layer, the predictor's estimates for the token after the batch's
+  // last go to the store's policy (ExpertStore::expect_next_visit).
   void set_next_expert_predictor(std::shared_ptr<const NextExpertPredictor> predictor) {
     next_expert_predictor_ = std::move(predictor);
-  }
-  void set_next_visit_observer(NextVisitObserver observer) {
-    next_visit_observer_ = std::move(observer);
   }
   void set_router_input_observer(RouterInputObserver observer) {
     router_input_observer_ = std::move(observer);
@@ -105,8 +98,8 @@ class Transformer {
   Status moe_block(int layer, int64_t n_tokens);
   void route(int layer, int64_t n_tokens);
   void predict_next_layers(int layer, int64_t n_tokens);
-  // With a next-expert predictor: rankings for the next visit of `layer` into
-  // next_visit_ranking_ ([tokens][n_expert]: every token's for the observer, else the last one's).
+  // With a next-expert predictor: the estimates for the next visit of `layer` from the batch's
+  // last token, into next_visit_scores_.
   void predict_next_visit(int layer, int64_t n_tokens);
   // whole_experts: one task per expert (decode of small experts), else row tasks.
   Status compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff,
@@ -125,9 +118,7 @@ class Transformer {
   int prediction_count_ = 0;
   RouterInputObserver router_input_observer_;
   std::shared_ptr<const NextExpertPredictor> next_expert_predictor_;
-  NextVisitObserver next_visit_observer_;
   std::vector<float> next_visit_scores_;
-  std::vector<int32_t> next_visit_ranking_;
   RoutingOptions routing_;
 
   // Scratch, sized for the largest batch seen.

@@ -395,18 +395,6 @@ void Session::set_prediction_callback(PredictionCallback callback) {
       int(impl_->model().config().n_expert_used));
 }
 
-void Session::set_next_visit_callback(NextVisitCallback callback) {
-  if (!callback) {
-    impl_->transformer->set_next_visit_observer(nullptr);
-    return;
-  }
-  impl_->transformer->set_next_visit_observer(
-      [impl = impl_.get(), callback = std::move(callback)](int layer, int64_t index,
-                                                           std::span<const int32_t> ranking) {
-        callback(layer, impl->batch_start + index, ranking);
-      });
-}
-
 void Session::set_router_input_callback(RouterInputCallback callback) {
   if (!callback) {
     impl_->transformer->set_router_input_observer(nullptr);
