@@ -279,8 +279,10 @@ void Transformer::predict_next_visit(int layer, int64_t n) {
   if (!next_expert_predictor_) return;
   const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
   next_visit_scores_.resize(size_t(n_expert));
-  matmul(pool_, next_expert_predictor_->matrix(layer), normed_.data() + (n - 1) * n_embd, 1,
-         next_visit_scores_.data(), scratch_rows_);
+  // One token's n_expert x n_embd product: on this thread, a pool dispatch would cost more.
+  const Matrix matrix = next_expert_predictor_->matrix(layer);
+  run_matmul_here({&matrix, &converted(normed_.data(), n, n_embd, activation_type(matrix)), n - 1,
+                   1, next_visit_scores_.data(), n_expert});
   const std::span<const float> bias = next_expert_predictor_->bias(layer);
   for (int64_t e = 0; e < n_expert; ++e) next_visit_scores_[size_t(e)] += bias[size_t(e)];
 }
