@@ -203,5 +203,46 @@ TEST(Cli, SplitModelGeneratesTheSameText) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, FitPredictorThenStreamWithIt) {
+  const fs::path dir = scratch() / "predictor";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string text = (dir / "text.txt").string();
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 20; ++i)
+      out << "int fibonacci(int n) { return n < 2 ? n : fibonacci(n - 1) + fibonacci(n - 2); }\n";
+  }
+  const std::string predictor = (dir / "tiny.predictor").string();
+  const auto fit = strata("fit-predictor -m " + kModel + " -f " + text + " -o " + predictor);
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.err.find("fitted on"), std::string::npos) << fit.err;
+  const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
+  const auto resident = strata("run -m " + kModel + generate);
+  const auto predicted = strata("run -m " + kModel + generate + " --arena 25% --predictor " + predictor);
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  EXPECT_EQ(predicted.out, resident.out);
+  // Read-ahead off, hits depend on the policy alone: the estimates keep other units.
+  const std::string plain = generate + " --arena 25% --readahead 0";
+  const auto hits = [](const std::string& err) {
+    const size_t from = err.find("experts: ");
+    return from == std::string::npos ? err : err.substr(from, err.find(" hits,", from) - from);
+  };
+  const auto with_estimates = strata("run -m " + kModel + plain + " --predictor " + predictor);
+  const auto history_only = strata("run -m " + kModel + plain + " --cache-policy nextuse");
+  ASSERT_EQ(with_estimates.exit_code, 0) << with_estimates.err;
+  EXPECT_NE(hits(with_estimates.err), hits(history_only.err)) << hits(history_only.err);
+  const auto without =
+      strata("run -m " + kModel + " --arena 25% --cache-policy predicted -p hi -n 1");
+  EXPECT_EQ(without.exit_code, 1);
+  EXPECT_NE(last_line(without.err).find("needs a next-expert predictor"), std::string::npos)
+      << without.err;
+  const auto not_one = strata("run -m " + kModel + " --arena 25% --predictor " + kModel + " -p hi -n 1");
+  EXPECT_EQ(not_one.exit_code, 1);
+  EXPECT_NE(last_line(not_one.err).find("not a next-expert predictor"), std::string::npos)
+      << not_one.err;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace strata

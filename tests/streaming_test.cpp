@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <strata/session.h>
 
@@ -16,6 +17,7 @@
 #include "gguf/gguf_split_writer.h"
 #include "golden_data.h"
 #include "model/tensor_data.h"
+#include "model/next_expert_predictor.h"
 #include "model/unit_layout.h"
 #include "model_runner.h"
 
@@ -49,6 +51,8 @@ struct StreamingSetup {
   int readahead_budget_units = 0;  // per layer; 0: no byte limit
   int readahead_far = 8;           // predictions read for each layer beyond the next
   IoBackend backend = IoBackend::kAuto;
+  std::string policy = "successor";
+  std::shared_ptr<const NextExpertPredictor> predictor;  // for the "predicted" policy
 };
 
 struct StreamingRun {
@@ -83,6 +87,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.io_threads = setup.io_threads;
   options.backend = setup.backend;
   options.io_depth = setup.io_depth;
+  options.policy = setup.policy;
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
   ThreadPool pool(setup.threads);
   StreamingRun run;
@@ -92,6 +97,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
     pool.rest();
   });
   Transformer transformer(model, *store, pool);
+  transformer.set_next_expert_predictor(setup.predictor);
   transformer.set_routing({.moce_bonus = setup.moce,
                            .moce_protect = 3,
                            .readahead = setup.readahead,
@@ -159,6 +165,39 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Models, StreamingDeterminism,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
+
+// The "predicted" policy: the predictor's estimates change which units stay, never the logits,
+// and the same run twice keeps the same units.
+TEST(StreamingPredictedPolicy, ExactRoutingMatchesAllResidentBitForBit) {
+  const std::string path = bundled_model();
+  const auto tokens = sequence("trained", "dev_code");
+  testing::ModelRunner resident(path, 2);
+  const auto reference = resident.logits(tokens, 16);
+  const ModelConfig& config = resident.model().config();
+  // Random weights: whatever they estimate, the policy must stay exact.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> weights(size_t(config.n_layer * config.n_expert * config.n_embd));
+  std::vector<float> biases(size_t(config.n_layer * config.n_expert));
+  for (float& w : weights) w = normal(rng);
+  for (float& b : biases) b = 0.125f + normal(rng);
+  StreamingSetup setup{0.3, 2, 2, 0, 1};
+  setup.policy = "predicted";
+  setup.predictor = std::make_shared<const NextExpertPredictor>(
+      config.n_layer, config.n_embd, config.n_expert, std::move(weights), std::move(biases));
+  const auto first = run_streaming(path, tokens, setup);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_TRUE(bit_identical(reference, first.value().logits));
+  const auto again = run_streaming(path, tokens, setup);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again.value().stats.hits, first.value().stats.hits);
+  EXPECT_EQ(again.value().stats.misses, first.value().stats.misses);
+  // Without the estimates the same policy keeps other units: they were heard.
+  setup.predictor = nullptr;
+  const auto without = run_streaming(path, tokens, setup);
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_NE(without.value().stats.hits, first.value().stats.hits);
+}
 
 // The unit layout (`strata repack`): each unit one read, and the same logits, bit for bit, as
 // the stacked file all resident; also with Q4_0 rows stored grouped (--grouped), which the

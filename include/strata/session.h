@@ -31,7 +31,12 @@ struct SessionOptions {
   // Ignored when memory_budget is set.
   double arena_share = 0;
   bool teacher_forced = false;             // the plan keeps room for the logits of every batch row
-  std::string cache_policy = "successor";  // best measured: experts/next_use_policy.h
+  // Expert arena replacement policy. Empty: "predicted" with a next-expert predictor, else
+  // "successor" (best measured: experts/next_use_policy.h).
+  std::string cache_policy;
+  // A next-expert predictor (`strata fit-predictor`): the "predicted" policy ranks each layer's
+  // experts for the next token with it (model/next_expert_predictor.h).
+  std::string next_expert_predictor_path;
   int io_threads = 2;
   // "auto": io_uring where the kernel allows it, else pread; or "pread", "uring".
   std::string io_backend = "auto";
@@ -170,6 +175,13 @@ class Session {
   // l - 1 whether or not read-ahead is on). For `strata trace`.
   using PredictionCallback = RouteCallback;
   void set_prediction_callback(PredictionCallback callback);
+  // Called for every layer of every forward batch with what the router reads, [n_tokens][n_embd]
+  // (the normed hidden state) for the tokens at positions [position, position + n_tokens).
+  // For `strata fit-predictor`.
+  using RouterInputCallback =
+      std::function<void(int layer, int64_t position, int64_t n_tokens, std::span<const float>)>;
+  void set_router_input_callback(RouterInputCallback callback);
+  int n_embd() const;
   int n_layers() const;
   int n_experts() const;
   int n_experts_per_token() const;

@@ -213,6 +213,12 @@ Result<ArenaSize> parse_arena_size(std::string_view item, uint64_t n_units) {
 
 }  // namespace
 
+std::vector<std::string_view> replayable_policies() {
+  std::vector<std::string_view> names = policy_names();
+  std::erase(names, std::string_view("predicted"));
+  return names;
+}
+
 Result<CacheRun> replay(const ExpertTrace& trace, std::string_view policy,
                         const ReplayOptions& options) {
   if (options.capacity < trace.n_expert_used)
@@ -223,6 +229,10 @@ Result<CacheRun> replay(const ExpertTrace& trace, std::string_view policy,
   if (options.readahead > trace.n_expert_used)
     return Status::errorf("read-ahead of {} experts: the trace holds the top {} predictions",
                           options.readahead, trace.n_expert_used);
+  if (policy == "predicted")
+    return Status::error(
+        "the 'predicted' policy needs the next-token predictor's estimates, which traces do not "
+        "carry: measure it in the arena (strata eval run --predictor FILE --readahead 0)");
   std::unique_ptr<ReplacementPolicy> replacement;
   if (policy != kMinPolicy) {
     STRATA_ASSIGN_OR_RETURN(replacement, make_policy(policy, {options.capacity, int(trace.n_layer),

@@ -89,7 +89,11 @@ struct ReplayOptions {
 // never reads ahead (the readahead option does not apply to it).
 inline constexpr std::string_view kMinPolicy = "min";
 
-// `policy` is a name make_policy() knows, or kMinPolicy.
+// The policies a trace can drive: all that make_policy() knows but "predicted", whose
+// next-token estimates come from the model's hidden states, which traces do not record.
+std::vector<std::string_view> replayable_policies();
+
+// `policy` is one of replayable_policies(), or kMinPolicy.
 Result<CacheRun> replay(const ExpertTrace& trace, std::string_view policy,
                         const ReplayOptions& options);
 

@@ -158,7 +158,7 @@ TEST(CacheSimulator, MinBeatsEveryPolicy) {
     for (size_t capacity : {4, 8, 16, 32}) {
       for (uint64_t chunk : {0, 7}) {
         const uint64_t best = replay(t, "min", {capacity, false, chunk})->total().hits;
-        for (std::string_view policy : policy_names()) {
+        for (std::string_view policy : replayable_policies()) {
           for (bool scan : {false, true}) {
             const auto run = replay(t, policy, {capacity, scan, chunk});
             ASSERT_TRUE(run.ok()) << policy;
@@ -176,7 +176,7 @@ TEST(CacheSimulator, ACacheOfEveryUnitOnlyMissesFirstUses) {
   for (uint64_t token = 0; token < t.n_tokens(); ++token)
     for (uint32_t layer = 0; layer < t.n_layer; ++layer)
       for (uint16_t e : t.picks(token, layer)) distinct.insert(layer * 10 + e);
-  std::vector<std::string_view> policies = policy_names();
+  std::vector<std::string_view> policies = replayable_policies();
   policies.push_back(kMinPolicy);
   for (std::string_view policy : policies) {
     const auto run = replay(t, policy, {30, true, 0});
@@ -221,6 +221,13 @@ TEST(ArenaSizes, RefusesBadSizes) {
   const auto small = parse_arena_sizes("1%", 512, 8);
   ASSERT_FALSE(small.ok());
   EXPECT_NE(small.status().message().find("5 units, fewer than the 8"), std::string::npos);
+}
+
+TEST(CacheSimulator, ThePredictedPolicyCannotBeReplayed) {
+  const ExpertTrace t = random_trace(3, 10, 2, 50, 10, 1);
+  const auto run = replay(t, "predicted", {30, false, 0});
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("traces do not carry"), std::string::npos);
 }
 
 }  // namespace

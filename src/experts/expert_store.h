@@ -70,6 +70,12 @@ class ExpertStore {
   virtual Result<std::vector<ClaimedExpert>> claim_next(int layer) = 0;
   virtual void release(int layer, std::span<const ClaimedExpert> experts) = 0;
   virtual void end_layer(int layer) = 0;
+  // After end_layer: the next-token predictor's estimate, per expert of the layer, that it is
+  // used at the layer's next visit, for the replacement policy. Stores without one ignore it.
+  virtual void expect_next_visit(int layer, std::span<const float> scores) {
+    (void)layer;
+    (void)scores;
+  }
 
   // Whether a unit is resident for cache-aware routing. Changes only at deterministic points
   // (see above).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "experts/unit_list.h"
@@ -24,7 +25,7 @@ int gap_bucket(int64_t gap) {
 
 }  // namespace
 
-NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, bool successors)
+NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Signal signal)
     : n_layer_(n_layer),
       n_expert_(n_expert),
       decay_(std::exp2(-1.0 / kHalfLifeVisits)),
@@ -38,7 +39,9 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, bool successors)
   uses_.assign(size_t(kGapBuckets * n_frequency_), 0.0);
   samples_.assign(uses_.size(), 0.0);
   visit_cells_.assign(size_t(n_expert), 0);
-  if (successors) successors_.emplace(n_layer, n_expert);
+  if (signal == Signal::kSuccessors) successors_.emplace(n_layer, n_expert);
+  predicted_ = signal == Signal::kPredictor;
+  if (predicted_) predictions_.assign(units_.size(), std::numeric_limits<float>::quiet_NaN());
   ranked_uses_.assign(size_t(SuccessorRanks::kBuckets) * uses_.size(), 0.0);
   ranked_samples_.assign(ranked_uses_.size(), 0.0);
   visit_buckets_.assign(size_t(n_expert), -1);
@@ -98,8 +101,19 @@ int NextUsePolicy::next_visit_bucket(uint32_t unit) const {
   return ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
 }
 
+double NextUsePolicy::predicted_probability(uint32_t unit) const {
+  const int layer = int(unit / uint32_t(n_expert_));
+  const float estimate = predictions_[unit];
+  if ((counting_ && layer == current_layer_) || std::isnan(estimate)) return -1;
+  return 0.5 * rate(next_visit_cell(unit)) + 0.5 * std::clamp(double(estimate), 1e-3, 1.0);
+}
+
 double NextUsePolicy::use_probability(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
+  if (predicted_) {
+    const double q = predicted_probability(unit);
+    if (q > 0) return q;
+  }
   return probability(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
@@ -117,6 +131,10 @@ double NextUsePolicy::expected_next_use(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
   const int layer = int(unit / uint32_t(n_expert_));
   const int distance = (layer - current_layer_ + n_layer_ - 1) % n_layer_ + 1;  // 1..n_layer
+  if (predicted_) {
+    const double q = predicted_probability(unit);
+    if (q > 0) return distance + n_layer_ * (1 - q) / q;
+  }
   return distance + next_use_tail(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
@@ -163,6 +181,13 @@ void NextUsePolicy::on_layer(int layer, bool prefill) {
   }
   ++visiting.visits;
   visiting.visit_mass = visiting.visit_mass * decay_ + 1;
+}
+
+void NextUsePolicy::on_next_visit_scores(int layer, std::span<const float> scores) {
+  if (!predicted_) return;
+  STRATA_CHECK(layer >= 0 && layer < n_layer_);
+  STRATA_CHECK_EQ(scores.size(), size_t(n_expert_));
+  std::copy(scores.begin(), scores.end(), predictions_.begin() + ptrdiff_t(layer) * n_expert_);
 }
 
 void NextUsePolicy::count_use(uint32_t unit) {

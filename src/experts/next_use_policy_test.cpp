@@ -20,7 +20,9 @@ struct Outcome {
   double needed_probability = 0;
 };
 
-Outcome replay(NextUsePolicy& policy, int warm_up, int n_visits) {
+// `predictor`: after each visit of layer 0 the policy hears estimates that say which of 2 and 3
+// the next visit needs (0.9 against 0.1), as a next-token predictor would.
+Outcome replay(NextUsePolicy& policy, int warm_up, int n_visits, bool predictor = false) {
   for (int e = 0; e < kExperts; ++e) policy.on_insert(uint32_t(e), /*scan=*/true);
   std::mt19937 rng(7);
   int previous = 0;
@@ -35,6 +37,11 @@ Outcome replay(NextUsePolicy& policy, int warm_up, int n_visits) {
     policy.on_layer(0, false);
     policy.on_access(uint32_t(x));
     policy.on_access(uint32_t(2 + previous));
+    if (predictor) {
+      float scores[kExperts] = {0.5f, 0.5f, 0.1f, 0.1f};
+      scores[2 + x] = 0.9f;
+      policy.on_next_visit_scores(0, scores);
+    }
     policy.on_layer(1, false);  // learns from layer 0's visit
     previous = x;
   }
@@ -42,21 +49,35 @@ Outcome replay(NextUsePolicy& policy, int warm_up, int n_visits) {
 }
 
 TEST(NextUsePolicy, SuccessorRanksTellWhichExpertFollows) {
-  NextUsePolicy policy(2, kExperts, /*successors=*/true);
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kSuccessors);
   const Outcome outcome = replay(policy, 300, 500);
   EXPECT_GE(outcome.right_victims, 190);
   EXPECT_GT(outcome.needed_probability / 200, 0.8);
 }
 
 TEST(NextUsePolicy, WithoutSuccessorRanksTheHistoryAloneCannotTell) {
-  NextUsePolicy policy(2, kExperts, /*successors=*/false);
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kHistory);
   const Outcome outcome = replay(policy, 300, 500);
   EXPECT_LE(outcome.right_victims, 140);
   EXPECT_NEAR(outcome.needed_probability / 200, 0.5, 0.1);
 }
 
+TEST(NextUsePolicy, PredictorEstimatesTellWhichExpertFollows) {
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kPredictor);
+  const Outcome outcome = replay(policy, 300, 500, /*predictor=*/true);
+  EXPECT_EQ(outcome.right_victims, 200);
+  // q is the mean of the estimate (0.9) and the history's rate (about one half).
+  EXPECT_NEAR(outcome.needed_probability / 200, 0.7, 0.05);
+}
+
+TEST(NextUsePolicy, OtherPoliciesIgnorePredictorEstimates) {
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kHistory);
+  const Outcome outcome = replay(policy, 300, 500, /*predictor=*/true);
+  EXPECT_LE(outcome.right_victims, 140);
+}
+
 TEST(NextUsePolicy, APromptChunkBreaksTheSuccession) {
-  NextUsePolicy policy(2, kExperts, /*successors=*/true);
+  NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kSuccessors);
   replay(policy, 500, 500);
   EXPECT_GT(std::max(policy.use_probability(2), policy.use_probability(3)), 0.8);
   policy.on_layer(0, /*prefill=*/true);

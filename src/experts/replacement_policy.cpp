@@ -12,7 +12,7 @@
 namespace strata {
 
 std::vector<std::string_view> policy_names() {
-  return {"lru", "lfu", "arc", "lrfu", "nextuse", "successor"};
+  return {"lru", "lfu", "arc", "lrfu", "nextuse", "successor", "predicted"};
 }
 
 Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
@@ -30,9 +30,14 @@ Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
   if (name == "lrfu")
     policy = std::make_unique<LrfuPolicy>(LrfuPolicy::kHalfLifePerSlot * double(shape.capacity));
   if (name == "nextuse")
-    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert, false);
+    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert,
+                                             NextUsePolicy::Signal::kHistory);
   if (name == "successor")
-    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert, true);
+    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert,
+                                             NextUsePolicy::Signal::kSuccessors);
+  if (name == "predicted")
+    policy = std::make_unique<NextUsePolicy>(shape.n_layer, shape.n_expert,
+                                             NextUsePolicy::Signal::kPredictor);
   if (!policy)
     return Status::errorf("unknown replacement policy '{}' (known: {})", name,
                           fmt::join(policy_names(), ", "));

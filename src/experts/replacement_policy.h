@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,11 @@ class ReplacementPolicy {
   // chunk when `prefill`, whose units come as scan inserts). Layers come round in order, so
   // a policy can tell how soon each unit's layer is needed again.
   virtual void on_layer(int layer, bool prefill) {}
+
+  // The next-token predictor's estimate (model/next_expert_predictor.h), per expert of
+  // `layer`, that it is used at the layer's next visit; comes after the layer's visit (at a
+  // deterministic point). A policy that cannot use it ignores it.
+  virtual void on_next_visit_scores(int layer, std::span<const float> scores) {}
 
   // A unit became resident. `scan` marks units streamed for a prompt (prefill): a policy
   // should let them go before the units the conversation keeps using.

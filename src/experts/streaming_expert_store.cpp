@@ -341,6 +341,10 @@ void StreamingExpertStore::end_layer(int layer) {
   current_layer_ = -1;
 }
 
+void StreamingExpertStore::expect_next_visit(int layer, std::span<const float> scores) {
+  for (auto& each : policies_) each->on_next_visit_scores(layer, scores);
+}
+
 bool StreamingExpertStore::is_resident(int layer, int32_t expert) const {
   const int index = slot_of_unit_[size_t(unit_id(layer, expert))];
   if (index < 0) return false;

@@ -60,6 +60,7 @@ class StreamingExpertStore final : public ExpertStore {
   Result<std::vector<ClaimedExpert>> claim_next(int layer) override;
   void release(int layer, std::span<const ClaimedExpert> experts) override;
   void end_layer(int layer) override;
+  void expect_next_visit(int layer, std::span<const float> scores) override;
   bool is_resident(int layer, int32_t expert) const override;
   ExpertStoreStats stats() const override;
   void set_before_blocking(std::function<void()> hook) override {

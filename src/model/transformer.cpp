@@ -85,6 +85,7 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
   uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
                     2 * routed * F + routed * E + 2 * T * Fs + T * E + T + T * E +
                     T * uint64_t(c.n_expert) +                        // next-layer prediction
+                    uint64_t(c.n_expert) +  // next-token prediction
                     AttentionScratch::floats_for(n_ctx, n_threads) +  // attention scores
                     (all_logits ? T : 1) * uint64_t(c.n_vocab);       // logits
   floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
@@ -96,7 +97,8 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
 void Transformer::release_scratch() {
   for (auto* v : {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_,
                   &moe_out_, &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_,
-                  &shared_down_out_, &prediction_input_, &prediction_logits_}) {
+                  &shared_down_out_, &prediction_input_, &prediction_logits_,
+                  &next_visit_scores_}) {
     v->clear();
     v->shrink_to_fit();
   }
@@ -273,6 +275,18 @@ void Transformer::route(int layer, int64_t n) {
   }
 }
 
+void Transformer::predict_next_visit(int layer, int64_t n) {
+  if (!next_expert_predictor_) return;
+  const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
+  next_visit_scores_.resize(size_t(n_expert));
+  // One token's n_expert x n_embd product: on this thread, a pool dispatch would cost more.
+  const Matrix matrix = next_expert_predictor_->matrix(layer);
+  run_matmul_here({&matrix, &converted(normed_.data(), n, n_embd, activation_type(matrix)), n - 1,
+                   1, next_visit_scores_.data(), n_expert});
+  const std::span<const float> bias = next_expert_predictor_->bias(layer);
+  for (int64_t e = 0; e < n_expert; ++e) next_visit_scores_[size_t(e)] += bias[size_t(e)];
+}
+
 void Transformer::predict_next_layers(int layer, int64_t n) {
   const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
   const int prefetched = int(std::clamp<int64_t>(routing_.readahead, 0, n_expert));
@@ -355,6 +369,7 @@ Status Transformer::moe_block(int layer, int64_t n) {
       token_of_row[size_t(row)] = p / k;
     }
   }
+  predict_next_visit(layer, n);
   experts_.begin_layer(layer, used, n > 1);
   predict_next_layers(layer, n);
 
@@ -379,6 +394,8 @@ Status Transformer::moe_block(int layer, int64_t n) {
     experts_.release(layer, batch);
   }
   experts_.end_layer(layer);
+  if (next_expert_predictor_)
+    experts_.expect_next_visit(layer, next_visit_scores_);
 
   // Mix in pick order (best first), as llama.cpp sums its expert views.
   moe_out_.assign(size_t(n * n_embd), 0.0f);

@@ -24,6 +24,7 @@
 #include "experts/expert_store.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/next_expert_predictor.h"
 
 namespace strata {
 
@@ -74,6 +75,11 @@ class Transformer {
     prediction_observer_ = std::move(observer);
     prediction_count_ = count;
   }
+  // After every visit of a layer, the predictor's estimates for the token after the batch's
+  // last go to the store's policy (ExpertStore::expect_next_visit).
+  void set_next_expert_predictor(std::shared_ptr<const NextExpertPredictor> predictor) {
+    next_expert_predictor_ = std::move(predictor);
+  }
   void set_router_input_observer(RouterInputObserver observer) {
     router_input_observer_ = std::move(observer);
   }
@@ -92,6 +98,9 @@ class Transformer {
   Status moe_block(int layer, int64_t n_tokens);
   void route(int layer, int64_t n_tokens);
   void predict_next_layers(int layer, int64_t n_tokens);
+  // With a next-expert predictor: the estimates for the next visit of `layer` from the batch's
+  // last token, into next_visit_scores_.
+  void predict_next_visit(int layer, int64_t n_tokens);
   // whole_experts: one task per expert (decode of small experts), else row tasks.
   Status compute_experts(int layer, std::span<const ClaimedExpert> batch, int64_t n_ff,
                          bool whole_experts);
@@ -108,6 +117,8 @@ class Transformer {
   PredictionObserver prediction_observer_;
   int prediction_count_ = 0;
   RouterInputObserver router_input_observer_;
+  std::shared_ptr<const NextExpertPredictor> next_expert_predictor_;
+  std::vector<float> next_visit_scores_;
   RoutingOptions routing_;
 
   // Scratch, sized for the largest batch seen.

@@ -64,6 +64,9 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
                                   request.all_logits)},
       {"margin (allocator, stacks, I/O bookkeeping)", margin_bytes(request.budget_bytes)},
   };
+  if (request.next_expert_predictor_bytes > 0)
+    plan.lines.insert(plan.lines.end() - 1,
+                      {"next-expert predictor (--predictor)", request.next_expert_predictor_bytes});
   uint64_t fixed = 0;
   for (const auto& line : plan.lines) fixed += line.bytes;
   const uint64_t arena_minimum = ExpertArena::minimum_bytes(

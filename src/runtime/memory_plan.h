@@ -23,6 +23,7 @@ struct MemoryPlanRequest {
   int n_threads = 1;
   bool all_logits = false;  // teacher forcing keeps the logits of every batch row
   size_t io_alignment = 4096;
+  uint64_t next_expert_predictor_bytes = 0;  // 0: none
 };
 
 struct MemoryPlan {

@@ -154,6 +154,12 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
     STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
     options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
   }
+  const bool predictor = !options.next_expert_predictor_path.empty();
+  if (options.cache_policy.empty()) options.cache_policy = predictor ? "predicted" : "successor";
+  if (options.cache_policy == "predicted" && !predictor)
+    return Status::error(
+        "--cache-policy predicted needs a next-expert predictor: --predictor FILE (strata "
+        "fit-predictor writes one)");
   return options;
 }
 
@@ -174,6 +180,13 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
   impl->transformer =
       std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->pool);
+  if (!options.next_expert_predictor_path.empty()) {
+    STRATA_ASSIGN_OR_RETURN(
+        auto predictor,
+        NextExpertPredictor::load(options.next_expert_predictor_path, config.n_layer,
+                                  config.n_embd, config.n_expert));
+    impl->transformer->set_next_expert_predictor(std::move(predictor));
+  }
   RoutingOptions routing;
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
@@ -381,6 +394,20 @@ void Session::set_prediction_callback(PredictionCallback callback) {
       },
       int(impl_->model().config().n_expert_used));
 }
+
+void Session::set_router_input_callback(RouterInputCallback callback) {
+  if (!callback) {
+    impl_->transformer->set_router_input_observer(nullptr);
+    return;
+  }
+  impl_->transformer->set_router_input_observer(
+      [impl = impl_.get(), callback = std::move(callback)](int layer, int64_t n_tokens,
+                                                           std::span<const float> inputs) {
+        callback(layer, impl->batch_start, n_tokens, inputs);
+      });
+}
+
+int Session::n_embd() const { return int(impl_->model().config().n_embd); }
 
 std::string Session::describe() const {
   const ModelConfig& c = impl_->model().config();

@@ -12,6 +12,7 @@
 #include "experts/file_reader.h"
 #include "experts/resident_expert_store.h"
 #include "experts/streaming_expert_store.h"
+#include "model/next_expert_predictor.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"
 #include "runtime/expert_usage.h"
@@ -85,6 +86,11 @@ MemoryPlan make_plan(const SessionOptions& options, const Model& described,
   request.n_threads = options.n_threads;
   request.all_logits = options.teacher_forced;
   request.io_alignment = reader.alignment();
+  if (!options.next_expert_predictor_path.empty()) {
+    const ModelConfig& config = described.config();
+    request.next_expert_predictor_bytes =
+        NextExpertPredictor::bytes_for(config.n_layer, config.n_embd, config.n_expert);
+  }
   return plan_memory(described, request);
 }
 

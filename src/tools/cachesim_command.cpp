@@ -320,7 +320,7 @@ void add_cachesim_command(CLI::App& app, Action& action) {
   command
       ->add_option("--policies", flags->policies,
                    fmt::format("replacement policies: {} (min is always included)",
-                               fmt::join(policy_names(), ", ")))
+                               fmt::join(replayable_policies(), ", ")))
       ->capture_default_str();
   command->add_flag("--scan-prompt", flags->scan_prompt,
                     "insert the units of prompt tokens as scan units");

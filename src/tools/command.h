@@ -27,6 +27,7 @@ void add_inspect_command(CLI::App& app, Action& action);
 void add_make_model_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_trace_command(CLI::App& app, Action& action);
+void add_fit_predictor_command(CLI::App& app, Action& action);
 void add_cachesim_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);

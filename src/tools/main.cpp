@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add_make_model_command(app, action);
   add_bench_command(app, action);
   add_trace_command(app, action);
+  add_fit_predictor_command(app, action);
   add_cachesim_command(app, action);
   add_eval_command(app, action);
   add_quantize_command(app, action);

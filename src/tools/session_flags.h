@@ -53,7 +53,12 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->check(at_least(0));
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
-  command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy");
+  command->add_option("--cache-policy", options.cache_policy,
+                      "expert arena replacement policy (default: successor; predicted with "
+                      "--predictor)");
+  command->add_option("--predictor", options.next_expert_predictor_path,
+                      "next-expert predictor (strata fit-predictor): ranks each layer's experts "
+                      "for the next token, for the arena's policy");
 }
 
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {

@@ -1,0 +1,47 @@
+// Fitting the next-token expert predictor (model/next_expert_predictor.h) by ridge regression:
+// for each layer, scores = W x + b least-squares fitted to the next token's picks as a
+// multi-hot vector, from pairs (router input of token t, experts the layer picked for t + 1).
+// Only the normal equations are kept (sum of a a^T and of a y^T, a = [x; 1], in double), so any
+// number of tokens fits in (n_embd + 1) * (n_embd + 1 + n_expert) doubles per layer.
+//
+// The ridge term is relative: ridge * (mean diagonal of sum x x^T) is added to the diagonal of
+// the weights' part (not the bias), so it means the same whatever the scale of the hidden
+// state. On strata-tiny-moe's held-out documents 1e-3..1e-2 were best (README "Cache lab").
+//
+// Thread-compatibility: one thread at a time.
+#pragma once
+
+#include <strata/status.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace strata {
+
+class NextExpertPredictorFit {
+ public:
+  static constexpr double kDefaultRidge = 3e-3;
+
+  NextExpertPredictorFit(int64_t n_layer, int64_t n_embd, int64_t n_expert);
+
+  // One pair: `x` (n_embd) is what layer `layer`'s router read for a token, `next_picks` the
+  // experts it chose for the token after it.
+  void add(int layer, std::span<const float> x, std::span<const int32_t> next_picks);
+  int64_t samples(int layer) const { return samples_[size_t(layer)]; }
+
+  // weights [n_layer][n_expert][n_embd], biases [n_layer][n_expert]. Fails if a layer has
+  // fewer samples than 2, or its equations are singular even with the ridge.
+  struct Solution {
+    std::vector<float> weights, biases;
+  };
+  Result<Solution> solve(double ridge) const;
+
+ private:
+  int64_t n_layer_, n_embd_, n_expert_;
+  std::vector<std::vector<double>> gram_;     // [layer][(n_embd + 1)^2], upper triangle filled
+  std::vector<std::vector<double>> targets_;  // [layer][n_expert][n_embd + 1]: sum of y_e * a
+  std::vector<int64_t> samples_;
+};
+
+}  // namespace strata

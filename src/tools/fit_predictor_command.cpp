@@ -1,0 +1,119 @@
+// strata fit-predictor -m MODEL -f TEXT [-f TEXT ...] -o PREDICTOR: fits the next-token expert
+// predictor (model/next_expert_predictor.h) on texts fed teacher-forced: for every layer, a
+// ridge regression from what the router reads for token t to the experts it picks for t + 1
+// (model/next_expert_predictor_fit.h). `--predictor PREDICTOR` then lets the arena's policy
+// rank each layer's experts for the next token.
+#include <strata/session.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "model/next_expert_predictor.h"
+#include "model/next_expert_predictor_fit.h"
+#include "tools/cli_checks.h"
+#include "tools/command.h"
+#include "tools/session_flags.h"
+
+namespace strata::tools {
+namespace {
+
+struct FitFlags {
+  SessionFlags session;
+  std::vector<std::string> texts;
+  std::string out_path;
+  int64_t limit = 1024;
+  double ridge = NextExpertPredictorFit::kDefaultRidge;
+};
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::errorf("{}: cannot open", path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Feeds one text and adds its (token, next token) pairs to `fit`; returns the tokens fed.
+Result<int64_t> add_text(Session& session, const std::string& path, int64_t limit,
+                         NextExpertPredictorFit& fit) {
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_text(path));
+  std::vector<int32_t> tokens = session.tokenize(text);
+  if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
+  const int64_t n = int64_t(tokens.size());
+  if (n < 2) return Status::errorf("{}: fewer than two tokens", path);
+  const int n_layer = session.n_layers(), k = session.n_experts_per_token();
+  const int64_t n_embd = session.n_embd();
+  std::vector<std::vector<float>> inputs(size_t(n_layer), std::vector<float>(size_t(n * n_embd)));
+  std::vector<std::vector<int32_t>> picks(size_t(n_layer), std::vector<int32_t>(size_t(n * k)));
+  session.reset();
+  session.set_router_input_callback(
+      [&](int layer, int64_t position, int64_t n_tokens, std::span<const float> x) {
+        std::copy(x.begin(), x.end(), inputs[size_t(layer)].begin() + position * n_embd);
+        (void)n_tokens;
+      });
+  session.set_route_callback([&](int layer, int64_t position, std::span<const int32_t> experts) {
+    std::copy(experts.begin(), experts.end(), picks[size_t(layer)].begin() + position * k);
+  });
+  const Status fed = session.feed(tokens);
+  session.set_router_input_callback(nullptr);
+  session.set_route_callback(nullptr);
+  STRATA_RETURN_IF_ERROR(fed);
+  for (int layer = 0; layer < n_layer; ++layer)
+    for (int64_t t = 0; t + 1 < n; ++t)
+      fit.add(layer, {inputs[size_t(layer)].data() + t * n_embd, size_t(n_embd)},
+              {picks[size_t(layer)].data() + (t + 1) * k, size_t(k)});
+  return n;
+}
+
+int fit_predictor(const FitFlags& flags) {
+  SessionFlags session_flags = flags.session;
+  session_flags.options.quiet = true;
+  if (const Status status = resolve_session_flags(session_flags); !status.ok())
+    return report_failure(status);
+  const auto opened = Session::open(session_flags.options);
+  if (!opened.ok()) return report_failure(opened.status());
+  Session& session = *opened.value();
+  NextExpertPredictorFit fit(session.n_layers(), session.n_embd(), session.n_experts());
+  int64_t total = 0;
+  for (const std::string& path : flags.texts) {
+    const auto added = add_text(session, path, flags.limit, fit);
+    if (!added.ok()) return report_failure(added.status());
+    total += added.value();
+    std::fprintf(stderr, "%s: %lld tokens\n", path.c_str(),
+                 static_cast<long long>(added.value()));
+  }
+  const auto solution = fit.solve(flags.ridge);
+  if (!solution.ok()) return report_failure(solution.status().with_prefix(flags.out_path));
+  const Status written = NextExpertPredictor::write(
+      flags.out_path, session.n_layers(), session.n_embd(), session.n_experts(),
+      solution.value().weights, solution.value().biases,
+      fmt::format("model {}; {} texts, {} tokens, ridge {}", flags.session.options.model_path,
+                  flags.texts.size(), total, flags.ridge));
+  if (!written.ok()) return report_failure(written);
+  std::fprintf(stderr, "%s: fitted on %lld tokens of %zu texts\n", flags.out_path.c_str(),
+               static_cast<long long>(total), flags.texts.size());
+  return 0;
+}
+
+}  // namespace
+
+void add_fit_predictor_command(CLI::App& app, Action& action) {
+  auto* command = app.add_subcommand(
+      "fit-predictor", "fit the next-token expert predictor the 'predicted' cache policy uses");
+  auto flags = std::make_shared<FitFlags>();
+  add_session_flags(command, flags->session);
+  command->add_option("-f,--file", flags->texts, "text to fit on (repeat for more)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--limit", flags->limit, "tokens fed of each text (0: all)")
+      ->check(at_least(0));
+  command->add_option("--ridge", flags->ridge, "ridge, relative to the inputs' mean square")
+      ->check(CLI::PositiveNumber);
+  command->add_option("-o,--out", flags->out_path, "predictor file to write")
+      ->required()
+      ->check(in_existing_directory());
+  command->callback([&action, flags] { action = [flags] { return fit_predictor(*flags); }; });
+}
+
+}  // namespace strata::tools
