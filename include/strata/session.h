@@ -34,8 +34,9 @@ struct SessionOptions {
   // Expert arena replacement policy. Empty: "predicted" with a next-expert predictor, else
   // "successor" (best measured: experts/next_use_policy.h).
   std::string cache_policy;
-  // A next-expert predictor (`strata fit-predictor`): the "predicted" policy ranks each layer's
-  // experts for the next token with it (model/next_expert_predictor.h).
+  // A next-expert predictor (`strata fit-predictor`): after each layer it estimates which of the
+  // layer's experts the next token uses, for the "predicted" policy
+  // (model/next_expert_predictor.h).
   std::string next_expert_predictor_path;
   int io_threads = 2;
   // "auto": io_uring where the kernel allows it, else pread; or "pread", "uring".

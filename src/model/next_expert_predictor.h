@@ -1,7 +1,8 @@
 // The next-token expert predictor: per layer, a linear map from what the router reads for one
 // token (the normed hidden state) to a score per expert for the *next* token's visit of the
-// layer. The cache policy "predicted" (experts/next_use_policy.h) ranks the layer's experts by
-// it to judge which units will be used when the layer comes round again.
+// layer: an estimate of the chance that the expert is used then. The cache policy "predicted"
+// (experts/next_use_policy.h) weighs it in to judge which units will be needed when the layer
+// comes round again.
 //
 // Why: the router itself says little about the next token (its probabilities for this token
 // hold 48.6 % of the next token's experts in a layer's top quarter on strata-tiny-moe), but the

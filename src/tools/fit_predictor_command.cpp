@@ -8,14 +8,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "model/next_expert_predictor.h"
 #include "model/next_expert_predictor_fit.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
+#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -28,16 +27,10 @@ struct FitFlags {
   double ridge = NextExpertPredictorFit::kDefaultRidge;
 };
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Feeds one text and adds its (token, next token) pairs to `fit`; returns the tokens fed.
 Result<int64_t> add_text(Session& session, const std::string& path, int64_t limit,
                          NextExpertPredictorFit& fit) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_text(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
   std::vector<int32_t> tokens = session.tokenize(text);
   if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
   const int64_t n = int64_t(tokens.size());
@@ -48,9 +41,8 @@ Result<int64_t> add_text(Session& session, const std::string& path, int64_t limi
   std::vector<std::vector<int32_t>> picks(size_t(n_layer), std::vector<int32_t>(size_t(n * k)));
   session.reset();
   session.set_router_input_callback(
-      [&](int layer, int64_t position, int64_t n_tokens, std::span<const float> x) {
+      [&](int layer, int64_t position, int64_t, std::span<const float> x) {
         std::copy(x.begin(), x.end(), inputs[size_t(layer)].begin() + position * n_embd);
-        (void)n_tokens;
       });
   session.set_route_callback([&](int layer, int64_t position, std::span<const int32_t> experts) {
     std::copy(experts.begin(), experts.end(), picks[size_t(layer)].begin() + position * k);

@@ -3,13 +3,13 @@
 #include <strata/session.h>
 
 #include <cstdio>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
+#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -65,9 +65,9 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
 
 int run(RunFlags flags) {
   if (!flags.prompt_file.empty()) {
-    std::ifstream in(flags.prompt_file, std::ios::binary);
-    if (!in) return report_failure(Status::errorf("{}: cannot open", flags.prompt_file));
-    flags.prompt.assign(std::istreambuf_iterator<char>(in), {});
+    auto text = read_text_file(flags.prompt_file);
+    if (!text.ok()) return report_failure(text.status());
+    flags.prompt = std::move(text).value();
   }
   if (const Status status = resolve_session_flags(flags.session); !status.ok())
     return report_failure(status);

@@ -3,10 +3,9 @@
 #include <strata/text_tokenizer.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "tools/command.h"
+#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -19,9 +18,9 @@ struct TokenizeFlags {
 int tokenize(const TokenizeFlags& flags) {
   std::string text = flags.prompt;
   if (!flags.file.empty()) {
-    std::ifstream in(flags.file, std::ios::binary);
-    if (!in) return report_failure(Status::errorf("{}: cannot open", flags.file));
-    text.assign(std::istreambuf_iterator<char>(in), {});
+    auto read = read_text_file(flags.file);
+    if (!read.ok()) return report_failure(read.status());
+    text = std::move(read).value();
   }
   const auto tokenizer = TextTokenizer::open(flags.model);
   if (!tokenizer.ok()) return report_failure(tokenizer.status());

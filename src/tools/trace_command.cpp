@@ -12,14 +12,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "base/atomic_file.h"
 #include "experts/expert_trace.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
+#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -30,12 +29,6 @@ struct TraceFlags {
   std::string prompt, prompt_file, teacher_forced_file, out_path;
   int64_t limit = 0;
 };
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Feeds the input with the recorder attached; returns the number of prompt tokens and a note.
 Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags& flags,
@@ -63,7 +56,7 @@ int trace(const TraceFlags& flags) {
   std::string text = flags.prompt;
   for (const std::string* path : {&flags.prompt_file, &flags.teacher_forced_file}) {
     if (path->empty()) continue;
-    const auto read = read_text(*path);
+    const auto read = read_text_file(*path);
     if (!read.ok()) return report_failure(read.status());
     text = read.value();
   }
