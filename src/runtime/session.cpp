@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -180,17 +181,23 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
   impl->transformer =
       std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->pool);
-  if (!options.next_expert_predictor_path.empty()) {
-    STRATA_ASSIGN_OR_RETURN(
-        auto predictor,
-        NextExpertPredictor::load(options.next_expert_predictor_path, config.n_layer,
-                                  config.n_embd, config.n_expert));
-    impl->transformer->set_next_expert_predictor(std::move(predictor));
-  }
   RoutingOptions routing;
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
   const bool streaming = options.memory_budget > 0 || options.arena_share > 0;
+  if (!options.next_expert_predictor_path.empty()) {
+    // Checked even when every expert is resident, so a wrong file is said at once.
+    STRATA_ASSIGN_OR_RETURN(
+        auto predictor,
+        NextExpertPredictor::load(options.next_expert_predictor_path, config.n_layer,
+                                  config.n_embd, config.n_expert));
+    if (streaming) {
+      impl->transformer->set_next_expert_predictor(std::move(predictor));
+    } else if (!options.quiet) {
+      std::fputs("note: --predictor only matters when experts stream (--mem or --arena)\n",
+                 stderr);
+    }
+  }
   // A pool with a thread for every core leaves one core to the reads while a decode step has
   // some running: on the 2-vCPU VM, whose virtual disk reads 25-35 % slower while both vCPUs
   // compute, the 30B shape decoded 4-5 % faster at a 25 % arena and 12 % at 50 % (README,
