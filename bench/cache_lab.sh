@@ -140,16 +140,8 @@ PY
 for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
   json:live_multiple_220-94-2 math:gsm8k-13; do
   domain=${doc%%:*}
-  python3 - "$eval_dir" "$model" "$domain" "${doc#*:}" >"$work/suite-$domain.json" <<'PY'
-import json, sys
-eval_dir, model, domain, document = sys.argv[1:]
-window = {"id": domain + "-000", "domain": domain, "document": document,
-          "source": domain + ".jsonl", "source_sha256": "", "start": 0, "prompt": 1,
-          "scored": 1023, "tokens_fnv1a64": ""}
-print(json.dumps({"format": "strata-eval-suite", "version": 1, "eval_dir": eval_dir,
-                  "tokenizer": {"path": model, "n_tokens": 16384}, "seed": 0,
-                  "windows_per_domain": 1, "prompt": 1, "scored": 1023, "windows": [window]}))
-PY
+  "$root/bench/one_window_suite.py" "$eval_dir" "$model" "$domain" "${doc#*:}" \
+    >"$work/suite-$domain.json"
   for setting in stacked:0:1:0:0 stacked:8:1:0:0 stacked:8:2:2:0 stacked:8:2:8:0 \
     stacked:8:2:8:8 stacked:8:2:8:16 units:8:2:2:0 units:8:2:2:4 units:8:2:8:0; do
     IFS=: read -r layout readahead layers far depth <<<"$setting"

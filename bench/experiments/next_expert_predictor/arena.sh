@@ -14,16 +14,8 @@ mkdir -p "$work"
 for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
   json:live_multiple_220-94-2 math:gsm8k-13; do
   domain=${doc%%:*}
-  python3 - "$eval_dir" "$model" "$domain" "${doc#*:}" >"$work/suite-$domain.json" <<'PY'
-import json, sys
-eval_dir, model, domain, document = sys.argv[1:]
-window = {"id": domain + "-000", "domain": domain, "document": document,
-          "source": domain + ".jsonl", "source_sha256": "", "start": 0, "prompt": 1,
-          "scored": 1023, "tokens_fnv1a64": ""}
-print(json.dumps({"format": "strata-eval-suite", "version": 1, "eval_dir": eval_dir,
-                  "tokenizer": {"path": model, "n_tokens": 16384}, "seed": 0,
-                  "windows_per_domain": 1, "prompt": 1, "scored": 1023, "windows": [window]}))
-PY
+  "$here/../../one_window_suite.py" "$eval_dir" "$model" "$domain" "${doc#*:}" \
+    >"$work/suite-$domain.json"
   "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" "$@" \
     -o "$work/$tag-$domain.json" >/dev/null 2>"$work/$tag-$domain.err"
 done

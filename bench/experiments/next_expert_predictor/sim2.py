@@ -1,8 +1,8 @@
-import numpy as np, glob, sys
-exec(open('an.py').read().split("docs={}")[0])
-docs={}
-for p in sorted(glob.glob('docs/*.bin')):
-    R,X=load(p); docs[p]=(X,picks_of(R,X))
+import numpy as np
+
+from study_data import *
+
+docs = load_documents()
 L=8; E=64
 train=[k for k in docs if 'train' in k]; test=[k for k in docs if 'test' in k]
 def fit(featf):
