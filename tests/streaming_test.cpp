@@ -177,14 +177,16 @@ TEST(StreamingPredictedPolicy, ExactRoutingMatchesAllResidentBitForBit) {
   // Random weights: whatever they estimate, the policy must stay exact.
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 0.05f);
-  std::vector<float> weights(size_t(config.n_layer * config.n_expert * config.n_embd));
-  std::vector<float> biases(size_t(config.n_layer * config.n_expert));
+  const int64_t horizon = NextExpertPredictor::kDefaultHorizon;
+  std::vector<float> weights(size_t(config.n_layer * horizon * config.n_expert * config.n_embd));
+  std::vector<float> biases(size_t(config.n_layer * horizon * config.n_expert));
   for (float& w : weights) w = normal(rng);
   for (float& b : biases) b = 0.125f + normal(rng);
   StreamingSetup setup{0.3, 2, 2, 0, 1};
   setup.policy = "predicted";
   setup.predictor = std::make_shared<const NextExpertPredictor>(
-      config.n_layer, config.n_embd, config.n_expert, std::move(weights), std::move(biases));
+      config.n_layer, config.n_embd, config.n_expert, horizon, std::move(weights),
+      std::move(biases));
   const auto first = run_streaming(path, tokens, setup);
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_TRUE(bit_identical(reference, first.value().logits));

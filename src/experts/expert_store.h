@@ -70,8 +70,9 @@ class ExpertStore {
   virtual Result<std::vector<ClaimedExpert>> claim_next(int layer) = 0;
   virtual void release(int layer, std::span<const ClaimedExpert> experts) = 0;
   virtual void end_layer(int layer) = 0;
-  // After end_layer: the next-token predictor's estimate, per expert of the layer, that it is
-  // used at the layer's next visit, for the replacement policy. Stores without one ignore it.
+  // After end_layer: the next-token predictor's estimates that each expert of the layer is used
+  // at the layer's next visits (ReplacementPolicy::on_next_visit_scores), for the replacement
+  // policy. Stores without one ignore them.
   virtual void expect_next_visit(int layer, std::span<const float> scores) {
     (void)layer;
     (void)scores;

@@ -41,7 +41,6 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Signal signal)
   visit_cells_.assign(size_t(n_expert), 0);
   if (signal == Signal::kSuccessors) successors_.emplace(n_layer, n_expert);
   predicted_ = signal == Signal::kPredictor;
-  if (predicted_) predictions_.assign(units_.size(), std::numeric_limits<float>::quiet_NaN());
   ranked_uses_.assign(size_t(SuccessorRanks::kBuckets) * uses_.size(), 0.0);
   ranked_samples_.assign(ranked_uses_.size(), 0.0);
   visit_buckets_.assign(size_t(n_expert), -1);
@@ -101,19 +100,35 @@ int NextUsePolicy::next_visit_bucket(uint32_t unit) const {
   return ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
 }
 
-double NextUsePolicy::predicted_probability(uint32_t unit) const {
+std::span<const float> NextUsePolicy::predictions_for(uint32_t unit) const {
+  if (horizon_ == 0) return {};
   const int layer = int(unit / uint32_t(n_expert_));
-  const float estimate = predictions_[unit];
-  if ((counting_ && layer == current_layer_) || std::isnan(estimate)) return -1;
-  return 0.5 * rate(next_visit_cell(unit)) + 0.5 * std::clamp(double(estimate), 1e-3, 1.0);
+  const std::span<const float> estimates(predictions_.data() + size_t(unit) * size_t(horizon_),
+                                         size_t(horizon_));
+  if ((counting_ && layer == current_layer_) || std::isnan(estimates[0])) return {};
+  return estimates;
+}
+
+double NextUsePolicy::predicted_probability(double rate, float estimate) {
+  return 0.5 * rate + 0.5 * std::clamp(double(estimate), 1e-3, 1.0);
+}
+
+double NextUsePolicy::predicted_tail(std::span<const float> estimates, double rate) const {
+  const double n = double(estimates.size());
+  double unused = 1, expected = 0, mean = 0;  // expected: over the visits with an estimate
+  for (size_t s = 0; s < estimates.size(); ++s) {
+    const double q = predicted_probability(rate, estimates[s]);
+    expected += unused * q * double(s);
+    unused *= 1 - q;
+    mean += q / n;
+  }
+  return n_layer_ * (expected + unused * ((n - 1) + 1 / mean));
 }
 
 double NextUsePolicy::use_probability(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
-  if (predicted_) {
-    const double q = predicted_probability(unit);
-    if (q > 0) return q;
-  }
+  if (const auto estimates = predictions_for(unit); !estimates.empty())
+    return predicted_probability(rate(next_visit_cell(unit)), estimates[0]);
   return probability(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
@@ -131,10 +146,8 @@ double NextUsePolicy::expected_next_use(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
   const int layer = int(unit / uint32_t(n_expert_));
   const int distance = (layer - current_layer_ + n_layer_ - 1) % n_layer_ + 1;  // 1..n_layer
-  if (predicted_) {
-    const double q = predicted_probability(unit);
-    if (q > 0) return distance + n_layer_ * (1 - q) / q;
-  }
+  if (const auto estimates = predictions_for(unit); !estimates.empty())
+    return distance + predicted_tail(estimates, rate(next_visit_cell(unit)));
   return distance + next_use_tail(next_visit_bucket(unit), next_visit_cell(unit));
 }
 
@@ -186,8 +199,17 @@ void NextUsePolicy::on_layer(int layer, bool prefill) {
 void NextUsePolicy::on_next_visit_scores(int layer, std::span<const float> scores) {
   if (!predicted_) return;
   STRATA_CHECK(layer >= 0 && layer < n_layer_);
-  STRATA_CHECK_EQ(scores.size(), size_t(n_expert_));
-  std::copy(scores.begin(), scores.end(), predictions_.begin() + ptrdiff_t(layer) * n_expert_);
+  STRATA_CHECK(!scores.empty() && scores.size() % size_t(n_expert_) == 0);
+  const int horizon = int(scores.size() / size_t(n_expert_));
+  if (horizon_ == 0) {
+    horizon_ = horizon;
+    predictions_.assign(units_.size() * size_t(horizon), std::numeric_limits<float>::quiet_NaN());
+  }
+  STRATA_CHECK_EQ(horizon, horizon_);
+  for (int e = 0; e < n_expert_; ++e)
+    for (int s = 0; s < horizon; ++s)
+      predictions_[size_t(layer * n_expert_ + e) * size_t(horizon) + size_t(s)] =
+          scores[size_t(s * n_expert_ + e)];
 }
 
 void NextUsePolicy::count_use(uint32_t unit) {

@@ -58,8 +58,14 @@
 //
 // With the next-token predictor's scores ("predicted", model/next_expert_predictor.h): after
 // each visit of a layer the transformer estimates, from the hidden state, each of the layer's
-// experts' chance to be used at its next visit (on_next_visit_scores), and q is the mean of that
-// estimate (clamped to [0.001, 1]) and the (gap, frequency) rate. Without an estimate for the
+// experts' chance to be used at each of its next H visits (on_next_visit_scores). q_s, for the
+// s-th visit from now, is the mean of that estimate (clamped to [0.001, 1]) and the (gap,
+// frequency) rate; the unit's next use is then expected after
+//
+//     sum_s (s - 1) q_s prod_{j<s} (1 - q_j) + prod_s (1 - q_s) (H - 1 + 1 / mean_s q_s)
+//
+// visits of its layer after the next, that is, at the first of the H visits it is used at, or
+// after them at the mean rate (with H = 1: (1 - q) / q as above). Without an estimate for the
 // next visit yet, or while the layer's own visit runs, q is the rate alone. A prompt chunk's
 // estimate is about its last token, so it stands for the first token after it.
 //
@@ -67,8 +73,8 @@
 // documents a fitted predictor's top quarter of a layer held 70.8 % of the next token's experts,
 // the best decayed count 56.5 %. In the real arena at 25 % (read-ahead off, the six held-out
 // documents) hits were 57.8 % with successor, 59.0 % with the predictor's rank buckets in
-// place of successor ranks, 59.6 % with the mean above (59.4 % at 0.7 of the estimate and 0.3 of
-// the rate, 59.1 % at 0.3 / 0.7; MIN 73.3 %).
+// place of successor ranks, 59.6 % with the mean above for the next token alone (59.4 % at 0.7
+// of the estimate and 0.3 of the rate, 59.1 % at 0.3 / 0.7; MIN 73.3 %), 59.9 % with H = 2.
 //
 // Prompt chunks (on_layer with prefill) are not counted: their union of experts says little
 // about one token's, so they add no samples, no visits and no uses; they still move the layer
@@ -84,6 +90,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "experts/replacement_policy.h"
@@ -141,9 +148,13 @@ class NextUsePolicy final : public ReplacementPolicy {
   double rate(int cell) const;
   // With successor ranks: the rate of (rank bucket, cell), pulled towards rate(cell).
   double ranked_rate(int bucket, int cell) const;
-  // With the predictor: q from the unit's estimate for its layer's next visit; -1 if it has none
+  // With the predictor: the unit's estimates for its layer's next visits; empty if it has none
   // (or the layer's visit runs).
-  double predicted_probability(uint32_t unit) const;
+  std::span<const float> predictions_for(uint32_t unit) const;
+  // q for one visit: the mean of the estimate and the unit's (gap, frequency) rate.
+  static double predicted_probability(double rate, float estimate);
+  // E's part after the distance from the unit's estimates (see above).
+  double predicted_tail(std::span<const float> estimates, double rate) const;
   // q for a rank bucket (-1: none) and a cell, and the unit's bucket for its layer's next visit.
   double probability(int bucket, int cell) const;
   int next_visit_bucket(uint32_t unit) const;
@@ -166,7 +177,8 @@ class NextUsePolicy final : public ReplacementPolicy {
   std::vector<int> visit_cells_;  // [expert]: cells at the start of the current counted visit
   std::optional<SuccessorRanks> successors_;
   bool predicted_ = false;
-  std::vector<float> predictions_;  // [layer][expert]: for the next visit; NaN: none yet
+  int horizon_ = 0;                 // visits each estimate covers; 0: none came yet
+  std::vector<float> predictions_;  // [layer][expert][horizon]; NaN: none yet
   std::vector<double> ranked_uses_, ranked_samples_;  // [rank bucket][gap][frequency]
   std::vector<int> visit_buckets_;     // [expert]: rank buckets at the start of the visit; -1: none
   uint64_t table_generation_ = 1;      // bumped whenever the tables above change

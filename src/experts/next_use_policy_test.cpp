@@ -70,6 +70,24 @@ TEST(NextUsePolicy, PredictorEstimatesTellWhichExpertFollows) {
   EXPECT_NEAR(outcome.needed_probability / 200, 0.7, 0.05);
 }
 
+TEST(NextUsePolicy, EstimatesForLaterVisitsKeepTheUnitNeededSooner) {
+  for (const uint32_t later : {2u, 3u}) {
+    NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kPredictor);
+    for (int e = 0; e < kExperts; ++e) policy.on_insert(uint32_t(e), /*scan=*/true);
+    policy.on_layer(0, false);
+    policy.on_access(0);
+    policy.on_access(1);
+    // Neither 2 nor 3 is likely at layer 0's next visit; `later` is at the one after.
+    float scores[2 * kExperts] = {0.5f, 0.5f, 0.1f, 0.1f, 0.5f, 0.5f, 0.1f, 0.1f};
+    scores[kExperts + later] = 0.9f;
+    policy.on_next_visit_scores(0, scores);
+    policy.on_layer(1, false);
+    const uint32_t other = later == 2 ? 3 : 2;
+    EXPECT_LT(policy.expected_next_use(later), policy.expected_next_use(other));
+    EXPECT_EQ(*policy.victim([](uint32_t u) { return u >= 2; }), other);
+  }
+}
+
 TEST(NextUsePolicy, OtherPoliciesIgnorePredictorEstimates) {
   NextUsePolicy policy(2, kExperts, NextUsePolicy::Signal::kHistory);
   const Outcome outcome = replay(policy, 300, 500, /*predictor=*/true);

@@ -25,9 +25,10 @@ class ReplacementPolicy {
   // a policy can tell how soon each unit's layer is needed again.
   virtual void on_layer(int layer, bool prefill) {}
 
-  // The next-token predictor's estimate (model/next_expert_predictor.h), per expert of
-  // `layer`, that it is used at the layer's next visit; comes after the layer's visit (at a
-  // deterministic point). A policy that cannot use it ignores it.
+  // The next-token predictor's estimates (model/next_expert_predictor.h) that each expert of
+  // `layer` is used at the layer's next visits: scores[(s - 1) * n_expert + e] for expert e at
+  // the s-th visit from now, s = 1 .. scores.size() / n_expert; comes after the layer's visit
+  // (at a deterministic point). A policy that cannot use them ignores them.
   virtual void on_next_visit_scores(int layer, std::span<const float> scores) {}
 
   // A unit became resident. `scan` marks units streamed for a prompt (prefill): a policy

@@ -277,14 +277,14 @@ void Transformer::route(int layer, int64_t n) {
 
 void Transformer::predict_next_visit(int layer, int64_t n) {
   if (!next_expert_predictor_) return;
-  const int64_t n_embd = config_.n_embd, n_expert = config_.n_expert;
-  next_visit_scores_.resize(size_t(n_expert));
-  // One token's n_expert x n_embd product: on this thread, a pool dispatch would cost more.
+  const int64_t n_embd = config_.n_embd, n_scores = next_expert_predictor_->n_scores();
+  next_visit_scores_.resize(size_t(n_scores));
+  // One token's n_scores x n_embd product: on this thread, a pool dispatch would cost more.
   const Matrix matrix = next_expert_predictor_->matrix(layer);
   run_matmul_here({&matrix, &converted(normed_.data(), n, n_embd, activation_type(matrix)), n - 1,
-                   1, next_visit_scores_.data(), n_expert});
+                   1, next_visit_scores_.data(), n_scores});
   const std::span<const float> bias = next_expert_predictor_->bias(layer);
-  for (int64_t e = 0; e < n_expert; ++e) next_visit_scores_[size_t(e)] += bias[size_t(e)];
+  for (int64_t i = 0; i < n_scores; ++i) next_visit_scores_[size_t(i)] += bias[size_t(i)];
 }
 
 void Transformer::predict_next_layers(int layer, int64_t n) {

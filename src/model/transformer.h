@@ -75,7 +75,7 @@ class Transformer {
     prediction_observer_ = std::move(observer);
     prediction_count_ = count;
   }
-  // After every visit of a layer, the predictor's estimates for the token after the batch's
+  // After every visit of a layer, the predictor's estimates for the tokens after the batch's
   // last go to the store's policy (ExpertStore::expect_next_visit).
   void set_next_expert_predictor(std::shared_ptr<const NextExpertPredictor> predictor) {
     next_expert_predictor_ = std::move(predictor);
@@ -98,7 +98,7 @@ class Transformer {
   Status moe_block(int layer, int64_t n_tokens);
   void route(int layer, int64_t n_tokens);
   void predict_next_layers(int layer, int64_t n_tokens);
-  // With a next-expert predictor: the estimates for the next visit of `layer` from the batch's
+  // With a next-expert predictor: the estimates for the next visits of `layer` from the batch's
   // last token, into next_visit_scores_.
   void predict_next_visit(int layer, int64_t n_tokens);
   // whole_experts: one task per expert (decode of small experts), else row tasks.

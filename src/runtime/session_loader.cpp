@@ -77,8 +77,8 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
   return Status();
 }
 
-MemoryPlan make_plan(const SessionOptions& options, const Model& described,
-                     const FileReader& reader) {
+Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& described,
+                             const FileReader& reader) {
   MemoryPlanRequest request;
   request.budget_bytes = options.memory_budget;
   request.n_ctx = options.n_ctx;
@@ -88,8 +88,10 @@ MemoryPlan make_plan(const SessionOptions& options, const Model& described,
   request.io_alignment = reader.alignment();
   if (!options.next_expert_predictor_path.empty()) {
     const ModelConfig& config = described.config();
-    request.next_expert_predictor_bytes =
-        NextExpertPredictor::bytes_for(config.n_layer, config.n_embd, config.n_expert);
+    STRATA_ASSIGN_OR_RETURN(
+        request.next_expert_predictor_bytes,
+        NextExpertPredictor::bytes_to_load(options.next_expert_predictor_path, config.n_layer,
+                                           config.n_embd, config.n_expert));
   }
   return plan_memory(described, request);
 }
@@ -101,7 +103,7 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
   const ExpertLayout& layout = described->weights().experts;
   uint64_t arena_bytes = 0;
   if (options.memory_budget > 0) {
-    const MemoryPlan plan = make_plan(options, *described, *reader);
+    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, *reader));
     session.memory_plan = plan.to_text();
     if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
     STRATA_RETURN_IF_ERROR(plan.shortfall);
@@ -181,7 +183,7 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
-  const MemoryPlan plan = make_plan(options, *described, *reader);
+  STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, *reader));
   const ExpertLayout& layout = described->weights().experts;
   const uint64_t all_slots = ExpertArena::all_units_bytes(layout, reader->alignment());
   return MemoryPlanSummary{plan.to_text(), plan.minimum_budget_bytes,

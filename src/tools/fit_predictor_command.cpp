@@ -1,8 +1,8 @@
 // strata fit-predictor -m MODEL -f TEXT [-f TEXT ...] -o PREDICTOR: fits the next-token expert
 // predictor (model/next_expert_predictor.h) on texts fed teacher-forced: for every layer, a
-// ridge regression from what the router reads for token t to the experts it picks for t + 1
-// (model/next_expert_predictor_fit.h). `--predictor PREDICTOR` then lets the arena's policy
-// rank each layer's experts for the next token.
+// ridge regression from what the router reads for token t to the experts it picks for t + 1 ..
+// t + horizon (model/next_expert_predictor_fit.h). `--predictor PREDICTOR` then lets the arena's
+// policy estimate which of each layer's experts the next tokens use.
 #include <strata/session.h>
 
 #include <fmt/format.h>
@@ -24,17 +24,21 @@ struct FitFlags {
   std::vector<std::string> texts;
   std::string out_path;
   int64_t limit = 1024;
+  int64_t horizon = NextExpertPredictor::kDefaultHorizon;
   double ridge = NextExpertPredictorFit::kDefaultRidge;
 };
 
-// Feeds one text and adds its (token, next token) pairs to `fit`; returns the tokens fed.
+// Feeds one text and adds its samples (a token, the tokens after it) to `fit`; returns the
+// tokens fed.
 Result<int64_t> add_text(Session& session, const std::string& path, int64_t limit,
                          NextExpertPredictorFit& fit) {
   STRATA_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
   std::vector<int32_t> tokens = session.tokenize(text);
   if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
   const int64_t n = int64_t(tokens.size());
-  if (n < 2) return Status::errorf("{}: fewer than two tokens", path);
+  const int64_t horizon = fit.horizon();
+  if (n <= horizon)
+    return Status::errorf("{}: {} tokens; a horizon of {} needs more", path, n, horizon);
   const int n_layer = session.n_layers(), k = session.n_experts_per_token();
   const int64_t n_embd = session.n_embd();
   std::vector<std::vector<float>> inputs(size_t(n_layer), std::vector<float>(size_t(n * n_embd)));
@@ -51,10 +55,14 @@ Result<int64_t> add_text(Session& session, const std::string& path, int64_t limi
   session.set_router_input_callback(nullptr);
   session.set_route_callback(nullptr);
   STRATA_RETURN_IF_ERROR(fed);
-  for (int layer = 0; layer < n_layer; ++layer)
-    for (int64_t t = 0; t + 1 < n; ++t)
-      fit.add(layer, {inputs[size_t(layer)].data() + t * n_embd, size_t(n_embd)},
-              {picks[size_t(layer)].data() + (t + 1) * k, size_t(k)});
+  std::vector<std::span<const int32_t>> picks_ahead(static_cast<size_t>(horizon));
+  for (int layer = 0; layer < n_layer; ++layer) {
+    for (int64_t t = 0; t + horizon < n; ++t) {
+      for (int64_t s = 1; s <= horizon; ++s)
+        picks_ahead[size_t(s - 1)] = {picks[size_t(layer)].data() + (t + s) * k, size_t(k)};
+      fit.add(layer, {inputs[size_t(layer)].data() + t * n_embd, size_t(n_embd)}, picks_ahead);
+    }
+  }
   return n;
 }
 
@@ -66,7 +74,8 @@ int fit_predictor(const FitFlags& flags) {
   const auto opened = Session::open(session_flags.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  NextExpertPredictorFit fit(session.n_layers(), session.n_embd(), session.n_experts());
+  NextExpertPredictorFit fit(session.n_layers(), session.n_embd(), session.n_experts(),
+                             flags.horizon);
   int64_t total = 0;
   for (const std::string& path : flags.texts) {
     const auto added = add_text(session, path, flags.limit, fit);
@@ -78,10 +87,11 @@ int fit_predictor(const FitFlags& flags) {
   const auto solution = fit.solve(flags.ridge);
   if (!solution.ok()) return report_failure(solution.status().with_prefix(flags.out_path));
   const Status written = NextExpertPredictor::write(
-      flags.out_path, session.n_layers(), session.n_embd(), session.n_experts(),
+      flags.out_path, session.n_layers(), session.n_embd(), session.n_experts(), flags.horizon,
       solution.value().weights, solution.value().biases,
-      fmt::format("model {}; {} texts, {} tokens, ridge {}", flags.session.options.model_path,
-                  flags.texts.size(), total, flags.ridge));
+      fmt::format("model {}; {} texts, {} tokens, horizon {}, ridge {}",
+                  flags.session.options.model_path, flags.texts.size(), total, flags.horizon,
+                  flags.ridge));
   if (!written.ok()) return report_failure(written);
   std::fprintf(stderr, "%s: fitted on %lld tokens of %zu texts\n", flags.out_path.c_str(),
                static_cast<long long>(total), flags.texts.size());
@@ -100,6 +110,8 @@ void add_fit_predictor_command(CLI::App& app, Action& action) {
       ->check(CLI::ExistingFile);
   command->add_option("--limit", flags->limit, "tokens fed of each text (0: all)")
       ->check(at_least(0));
+  command->add_option("--horizon", flags->horizon, "tokens ahead to estimate each layer's experts for")
+      ->check(CLI::Range(int64_t(1), NextExpertPredictor::kMaxHorizon));
   command->add_option("--ridge", flags->ridge, "ridge, relative to the inputs' mean square")
       ->check(CLI::PositiveNumber);
   command->add_option("-o,--out", flags->out_path, "predictor file to write")

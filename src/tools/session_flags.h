@@ -57,8 +57,8 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
                       "expert arena replacement policy (default: successor; predicted with "
                       "--predictor)");
   command->add_option("--predictor", options.next_expert_predictor_path,
-                      "next-expert predictor (strata fit-predictor): ranks each layer's experts "
-                      "for the next token, for the arena's policy");
+                      "next-expert predictor (strata fit-predictor): estimates which of each "
+                      "layer's experts the next tokens use, for the arena's policy");
 }
 
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
