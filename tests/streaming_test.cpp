@@ -16,8 +16,8 @@
 #include "experts/streaming_expert_store.h"
 #include "gguf/gguf_split_writer.h"
 #include "golden_data.h"
-#include "model/tensor_data.h"
 #include "model/next_expert_predictor.h"
+#include "model/tensor_data.h"
 #include "model/unit_layout.h"
 #include "model_runner.h"
 
@@ -184,9 +184,9 @@ TEST(StreamingPredictedPolicy, ExactRoutingMatchesAllResidentBitForBit) {
   for (float& b : biases) b = 0.125f + normal(rng);
   StreamingSetup setup{0.3, 2, 2, 0, 1};
   setup.policy = "predicted";
-  setup.predictor = std::make_shared<const NextExpertPredictor>(
-      config.n_layer, config.n_embd, config.n_expert, horizon, std::move(weights),
-      std::move(biases));
+  setup.predictor =
+      std::make_shared<const NextExpertPredictor>(config.n_layer, config.n_embd, config.n_expert,
+                                                  horizon, std::move(weights), std::move(biases));
   const auto first = run_streaming(path, tokens, setup);
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_TRUE(bit_identical(reference, first.value().logits));

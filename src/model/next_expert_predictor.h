@@ -13,7 +13,7 @@
 // token: in a simulation of the policy, perfect estimates for the next token alone would reach
 // 0.84 of MIN's hits, for the next two 0.89 (bench/experiments/next_expert_predictor).
 //
-// File: a GGUF of its own, written by `strata fit-predictor` (runtime/predictor_fitting.h):
+// File: a GGUF of its own, written by `strata fit-predictor` (tools/fit_predictor_command.cpp):
 //   general.architecture        "strata-next-experts"
 //   strata.next_experts.n_layer, .n_embd, .n_expert   (uint32), must match the model
 //   strata.next_experts.horizon (uint32) tokens ahead it scores; 1 when absent

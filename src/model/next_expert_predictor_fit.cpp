@@ -96,8 +96,7 @@ Result<NextExpertPredictorFit::Solution> NextExpertPredictorFit::solve(double ri
       if (i < n_embd_) m[size_t(i * n + i)] += lambda;
     }
     if (!cholesky(m, n))
-      return Status::errorf("layer {}: the router inputs do not determine a fit (singular)",
-                            layer);
+      return Status::errorf("layer {}: the router inputs do not determine a fit (singular)", layer);
     for (int64_t score = 0; score < n_scores; ++score) {
       const double* target = targets_[size_t(layer)].data() + size_t(score * n);
       std::vector<double> z(target, target + n);

@@ -112,9 +112,8 @@ TEST_F(NextExpertPredictorTest, LoadRefusesAnotherShapeOrFile) {
   EXPECT_NE(other.status().message().find("fitted for 5 n_expert, the model has 6"),
             std::string::npos)
       << other.status().message();
-  const auto model =
-      NextExpertPredictor::load(testing::golden_synthetic("models/tiny-qwen2moe-q8_0.gguf"),
-                                kLayers, kEmbd, kExperts);
+  const auto model = NextExpertPredictor::load(
+      testing::golden_synthetic("models/tiny-qwen2moe-q8_0.gguf"), kLayers, kEmbd, kExperts);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("not a next-expert predictor"), std::string::npos)
       << model.status().message();
@@ -130,10 +129,11 @@ TEST_F(NextExpertPredictorTest, AFileWithoutAHorizonScoresTheNextTokenOnly) {
     writer.set_uint32("strata.next_experts.n_expert", uint32_t(kExperts));
     const auto f32 = uint32_t(QuantType::kF32);
     for (int64_t l = 0; l < kLayers; ++l) {
-      ASSERT_TRUE(writer.add_tensor(fmt::format("blk.{}.next_experts.weight", l),
-                                    {kEmbd, kExperts}, f32).ok());
-      ASSERT_TRUE(writer.add_tensor(fmt::format("blk.{}.next_experts.bias", l), {kExperts}, f32)
-                      .ok());
+      ASSERT_TRUE(
+          writer.add_tensor(fmt::format("blk.{}.next_experts.weight", l), {kEmbd, kExperts}, f32)
+              .ok());
+      ASSERT_TRUE(
+          writer.add_tensor(fmt::format("blk.{}.next_experts.bias", l), {kExperts}, f32).ok());
     }
     ASSERT_TRUE(writer.begin().ok());
     const std::vector<uint8_t> weights(size_t(kEmbd * kExperts) * sizeof(float), 0);

@@ -82,12 +82,13 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
   const uint64_t routed = T * k;
   // Float buffers; converted rows are counted at 4 bytes a value (the widest activation
   // format, F32) and per format an activation may be converted to (at most 3 at once).
-  uint64_t floats = 4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) +
-                    2 * routed * F + routed * E + 2 * T * Fs + T * E + T + T * E +
-                    T * uint64_t(c.n_expert) +                        // next-layer prediction
-                    uint64_t(c.n_expert) +  // next-token prediction
-                    AttentionScratch::floats_for(n_ctx, n_threads) +  // attention scores
-                    (all_logits ? T : 1) * uint64_t(c.n_vocab);       // logits
+  uint64_t floats =
+      4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) + 2 * routed * F +
+      routed * E + 2 * T * Fs + T * E + T + T * E +
+      T * uint64_t(c.n_expert) +                                 // next-layer prediction
+      uint64_t(NextExpertPredictor::kMaxHorizon * c.n_expert) +  // next-token estimates
+      AttentionScratch::floats_for(n_ctx, n_threads) +           // attention scores
+      (all_logits ? T : 1) * uint64_t(c.n_vocab);                // logits
   floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
   const uint64_t indices = routed * 3 * sizeof(int64_t) + routed * 8;
   // std::vector may grow to twice what a resize asks for.
@@ -95,10 +96,10 @@ uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t
 }
 
 void Transformer::release_scratch() {
-  for (auto* v : {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_,
-                  &moe_out_, &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_,
-                  &shared_down_out_, &prediction_input_, &prediction_logits_,
-                  &next_visit_scores_}) {
+  for (auto* v :
+       {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_, &moe_out_,
+        &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_, &shared_down_out_,
+        &prediction_input_, &prediction_logits_, &next_visit_scores_}) {
     v->clear();
     v->shrink_to_fit();
   }
@@ -394,8 +395,7 @@ Status Transformer::moe_block(int layer, int64_t n) {
     experts_.release(layer, batch);
   }
   experts_.end_layer(layer);
-  if (next_expert_predictor_)
-    experts_.expect_next_visit(layer, next_visit_scores_);
+  if (next_expert_predictor_) experts_.expect_next_visit(layer, next_visit_scores_);
 
   // Mix in pick order (best first), as llama.cpp sums its expert views.
   moe_out_.assign(size_t(n * n_embd), 0.0f);

@@ -81,8 +81,7 @@ int fit_predictor(const FitFlags& flags) {
     const auto added = add_text(session, path, flags.limit, fit);
     if (!added.ok()) return report_failure(added.status());
     total += added.value();
-    std::fprintf(stderr, "%s: %lld tokens\n", path.c_str(),
-                 static_cast<long long>(added.value()));
+    std::fprintf(stderr, "%s: %lld tokens\n", path.c_str(), static_cast<long long>(added.value()));
   }
   const auto solution = fit.solve(flags.ridge);
   if (!solution.ok()) return report_failure(solution.status().with_prefix(flags.out_path));
@@ -110,7 +109,8 @@ void add_fit_predictor_command(CLI::App& app, Action& action) {
       ->check(CLI::ExistingFile);
   command->add_option("--limit", flags->limit, "tokens fed of each text (0: all)")
       ->check(at_least(0));
-  command->add_option("--horizon", flags->horizon, "tokens ahead to estimate each layer's experts for")
+  command
+      ->add_option("--horizon", flags->horizon, "tokens ahead to estimate each layer's experts for")
       ->check(CLI::Range(int64_t(1), NextExpertPredictor::kMaxHorizon));
   command->add_option("--ridge", flags->ridge, "ridge, relative to the inputs' mean square")
       ->check(CLI::PositiveNumber);
