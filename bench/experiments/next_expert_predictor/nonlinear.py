@@ -9,7 +9,7 @@ import numpy as np
 from study_data import *
 
 docs = load_documents()
-L = 8; E = 64; SLOTS = 128; MIX = 0.5
+L = 8; E = 64
 train = [k for k in docs if 'train' in k]; test = [k for k in docs if 'test' in k]
 kind, K = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(0)
@@ -60,34 +60,11 @@ def train_layer(l):
 models = [train_layer(l) for l in range(L)]
 
 
-def simulate(k):
-    X, P = docs[k]
-    est = {}
-    for l in range(L):
-        out = models[l](X[l])
-        for s in range(1, K + 1): est[(l, s)] = np.clip(out[:, (s - 1) * E:s * E], 1e-3, 1)
-    resident = np.zeros((L, E), bool); wait = np.full((L, E), 7.0); count = np.zeros((L, E))
-    decay = 0.5 ** (1 / 16); hits = claims = n_resident = 0
-    for t in range(P.shape[1]):
-        for l in range(L):
-            picks = np.nonzero(P[l, t])[0]
-            for e in picks:
-                claims += 1
-                if resident[l, e]: hits += 1; continue
-                if n_resident >= SLOTS:
-                    d = ((np.arange(L) - l - 1) % L)[:, None] + L * wait
-                    d = np.where(resident, d, -1); d[l, picks] = -1
-                    resident.flat[np.argmax(d)] = False; n_resident -= 1
-                resident[l, e] = True; n_resident += 1
-            count[l] *= decay; count[l][picks] += 1
-            rate = np.clip(count[l] / count[l].sum() * 8, 1e-3, 1)
-            unused = np.ones(E); expected = np.zeros(E); tail = np.zeros(E)
-            for s in range(1, K + 1):
-                p = np.clip(MIX * est[(l, s)][t] + (1 - MIX) * rate, 1e-3, 1)
-                expected += unused * p * (s - 1); unused *= 1 - p; tail += p / K
-            wait[l] = expected + unused * ((K - 1) + 1 / tail)
-    return hits / claims
+def estimates(k):
+    out = [models[l](docs[k][0][l]) for l in range(L)]
+    return {(l, s): np.clip(out[l][:, (s - 1) * E:s * E], 1e-3, 1)
+            for l in range(L) for s in range(1, K + 1)}
 
 
-r = [simulate(k) for k in test]
+r = [simulate_arena(docs[k][1], estimates(k), K) for k in test]
 print(kind, K, [round(x, 3) for x in r], round(np.mean(r), 4), flush=True)

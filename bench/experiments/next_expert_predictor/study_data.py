@@ -35,3 +35,47 @@ def load_documents():
         R, X = load(p)
         docs[p] = (X, picks_of(R, X))
     return docs
+
+
+def tokens_to_next_use(P):
+    """n[l,t,e]: tokens from t to e's next pick in layer l after t (1e9 if none)."""
+    L, T, E = P.shape
+    n = np.full(P.shape, 1e9); last = np.full((L, E), 1e9)
+    for t in range(T - 1, -1, -1):
+        n[:, t] = last - t; last = np.where(P[:, t] > 0, t, last)
+    return n
+
+
+def simulate_arena(P, est, K, oracle=False, slots=128, mix=0.5):
+    """Hit rate of the study's whole-arena simulation on picks P [L][T][E]: `slots` shared by
+    all layers, evict the largest expected next use. After layer l of token t, est[(l, s)][t]
+    estimates each expert's use at token t+s (s = 1..K); each is mixed with a decayed count
+    (`mix` of the estimate), and the unit's next use is expected at the first of those tokens
+    it is used at, or after them at the mean rate. oracle: the true picks of the next K tokens
+    instead, with est[(l, 1)] setting the rate after them."""
+    L, T, E = P.shape
+    n_next = tokens_to_next_use(P) if oracle else None
+    resident = np.zeros((L, E), bool); wait = np.full((L, E), 7.0); count = np.zeros((L, E))
+    decay = 0.5 ** (1 / 16); hits = claims = n_resident = 0
+    for t in range(T):
+        for l in range(L):
+            picks = np.nonzero(P[l, t])[0]
+            for e in picks:
+                claims += 1
+                if resident[l, e]: hits += 1; continue
+                if n_resident >= slots:
+                    d = ((np.arange(L) - l - 1) % L)[:, None] + L * wait
+                    d = np.where(resident, d, -1); d[l, picks] = -1
+                    resident.flat[np.argmax(d)] = False; n_resident -= 1
+                resident[l, e] = True; n_resident += 1
+            count[l] *= decay; count[l][picks] += 1
+            rate = np.clip(count[l] / count[l].sum() * 8, 1e-3, 1)
+            mixed = lambda s: np.clip(mix * est[(l, s)][t] + (1 - mix) * rate, 1e-3, 1)
+            if oracle:  # tokens waited after the next visit
+                n = n_next[l, t]; wait[l] = np.where(n <= K, n - 1, (K - 1) + 1 / mixed(1))
+            else:
+                unused = np.ones(E); expected = np.zeros(E); tail = np.zeros(E)
+                for s in range(1, K + 1):
+                    p = mixed(s); expected += unused * p * (s - 1); unused *= 1 - p; tail += p / K
+                wait[l] = expected + unused * ((K - 1) + 1 / tail)
+    return hits / claims
