@@ -46,17 +46,30 @@ def tokens_to_next_use(P):
     return n
 
 
-def simulate_arena(P, est, K, oracle=False, slots=128, mix=0.5):
+def simulate_arena(P, est, K=1, oracle=False, at_token_end=False, slots=128, mix=0.5):
     """Hit rate of the study's whole-arena simulation on picks P [L][T][E]: `slots` shared by
     all layers, evict the largest expected next use. After layer l of token t, est[(l, s)][t]
     estimates each expert's use at token t+s (s = 1..K); each is mixed with a decayed count
     (`mix` of the estimate), and the unit's next use is expected at the first of those tokens
-    it is used at, or after them at the mean rate. oracle: the true picks of the next K tokens
-    instead, with est[(l, 1)] setting the rate after them."""
+    it is used at, or after them at the mean rate. est None: the count alone. oracle: the true
+    picks of the next K tokens instead, with est[(l, 1)] setting the rate after them.
+    at_token_end: every layer's expectation is updated after the token's last layer instead."""
     L, T, E = P.shape
     n_next = tokens_to_next_use(P) if oracle else None
     resident = np.zeros((L, E), bool); wait = np.full((L, E), 7.0); count = np.zeros((L, E))
     decay = 0.5 ** (1 / 16); hits = claims = n_resident = 0
+
+    def expected_wait(l, t):  # tokens waited after the layer's next visit
+        rate = np.clip(count[l] / count[l].sum() * 8, 1e-3, 1)
+        if est is None: return (1 - rate) / rate
+        mixed = lambda s: np.clip(mix * est[(l, s)][t] + (1 - mix) * rate, 1e-3, 1)
+        if oracle:
+            n = n_next[l, t]; return np.where(n <= K, n - 1, (K - 1) + 1 / mixed(1))
+        unused = np.ones(E); expected = np.zeros(E); tail = np.zeros(E)
+        for s in range(1, K + 1):
+            p = mixed(s); expected += unused * p * (s - 1); unused *= 1 - p; tail += p / K
+        return expected + unused * ((K - 1) + 1 / tail)
+
     for t in range(T):
         for l in range(L):
             picks = np.nonzero(P[l, t])[0]
@@ -69,13 +82,7 @@ def simulate_arena(P, est, K, oracle=False, slots=128, mix=0.5):
                     resident.flat[np.argmax(d)] = False; n_resident -= 1
                 resident[l, e] = True; n_resident += 1
             count[l] *= decay; count[l][picks] += 1
-            rate = np.clip(count[l] / count[l].sum() * 8, 1e-3, 1)
-            mixed = lambda s: np.clip(mix * est[(l, s)][t] + (1 - mix) * rate, 1e-3, 1)
-            if oracle:  # tokens waited after the next visit
-                n = n_next[l, t]; wait[l] = np.where(n <= K, n - 1, (K - 1) + 1 / mixed(1))
-            else:
-                unused = np.ones(E); expected = np.zeros(E); tail = np.zeros(E)
-                for s in range(1, K + 1):
-                    p = mixed(s); expected += unused * p * (s - 1); unused *= 1 - p; tail += p / K
-                wait[l] = expected + unused * ((K - 1) + 1 / tail)
+            if not at_token_end: wait[l] = expected_wait(l, t)
+        if at_token_end:
+            for l in range(L): wait[l] = expected_wait(l, t)
     return hits / claims
