@@ -1,6 +1,6 @@
 // libFuzzer target for the GGUF reader: parse arbitrary bytes, then read everything a consumer
 // could. A crash, a sanitizer report, or a broken promise of GgufFile (checked below) is a bug.
-// Run with fuzz/run_gguf_fuzz.sh SECONDS.
+// Run with fuzz/run_fuzz.sh SECONDS.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "base/json_field.h"
 #include "base/svg_chart.h"
 #include "eval/report.h"
 #include "runtime/provenance.h"
@@ -23,7 +24,7 @@ Result<RunWindow> parse_window(const nlohmann::json& item) {
   }
 }
 
-std::string label(const RunRecord& r) { return short_label(r.json["candidate"]); }
+std::string label(const RunRecord& r) { return short_label(*json_member(r.json, "candidate")); }
 
 }  // namespace
 
@@ -32,10 +33,12 @@ Result<RunRecord> read_run_record(const std::string& path) {
   if (!in) return Status::errorf("{}: cannot open", path);
   RunRecord record{path, nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false), {}};
   const nlohmann::json& json = record.json;
-  if (json.is_discarded() || !json.is_object() || json.value("tool", "") != "strata eval" ||
-      !json.contains("windows") || !json["windows"].is_array() || !json.contains("candidate"))
+  const nlohmann::json* windows = json_member(json, "windows");
+  const nlohmann::json* candidate = json_member(json, "candidate");
+  if (json.is_discarded() || json_field<std::string>(json, "tool") != "strata eval" || !windows ||
+      !windows->is_array() || !candidate || !candidate->is_object())
     return Status::errorf("{}: not a `strata eval run` record", path);
-  for (const auto& item : json["windows"]) {
+  for (const auto& item : *windows) {
     auto window = parse_window(item);
     if (!window.ok()) return window.status().with_prefix(path + ": window");
     if (window.value().positions < 1)
@@ -151,7 +154,7 @@ std::string comparison_markdown(const RunRecord& a, const RunRecord& b,
   std::string md = fmt::format(
       "# strata eval compare\n\n* A: {} ({})\n* B: {} ({})\n* reference: {}\n\n", label(a), a.path,
       label(b), b.path,
-      same_reference(a, b) ? short_label(a.json["reference"])
+      same_reference(a, b) ? short_label(a.json.value("reference", nlohmann::json()))
                            : "**the two records were scored against different references**");
   md +=
       "| domain | windows | positions | mean KLD A | mean KLD B | A − B (95 % CI) | top-1 A | "

@@ -10,6 +10,7 @@
 
 #include "base/atomic_file.h"
 #include "base/check.h"
+#include "base/json_field.h"
 
 namespace strata::eval {
 namespace {
@@ -94,25 +95,30 @@ Result<ReferenceReader> ReferenceReader::open(const std::string& dir, const Suit
   }
   STRATA_ASSIGN_OR_RETURN(const std::string text, read_bytes(manifest_path));
   const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object() || json.value("format", "") != kFormat ||
-      json.value("version", 0) != kVersion || !json.contains("windows"))
+  const nlohmann::json* windows = json_member(json, "windows");
+  if (json.is_discarded() || json_field<std::string>(json, "format") != kFormat ||
+      json_field<int>(json, "version") != kVersion || !windows || !windows->is_array())
     return Status::errorf("{}: not a version-{} strata reference manifest", manifest_path,
                           kVersion);
-  if (json.value("n_vocab", int64_t(0)) != n_vocab)
+  const std::optional<int64_t> rows_of = json_field<int64_t>(json, "n_vocab");
+  if (rows_of != n_vocab)
     return Status::errorf("{}: rows of {} logits, the candidate has {}", manifest_path,
-                          json.value("n_vocab", int64_t(0)), n_vocab);
-  reader.top_k_ = json.value("top_k", 0);
-  reader.description_ = json.value("reference", nlohmann::json::object());
+                          rows_of ? std::to_string(*rows_of) : "unknown", n_vocab);
+  const std::optional<int> top_k = json_field<int>(json, "top_k");
+  if (json_member(json, "top_k") && (!top_k || *top_k < 0 || *top_k > n_vocab))
+    return Status::errorf("{}: top_k must be 0..{}", manifest_path, n_vocab);
+  reader.top_k_ = top_k.value_or(0);
+  const nlohmann::json* reference = json_member(json, "reference");
+  reader.description_ = reference && reference->is_object() ? *reference : nlohmann::json::object();
   reader.description_["logits_dir"] = dir;
   for (const SuiteWindow& w : suite.windows) {
-    const auto& windows = json["windows"];
-    const auto stored = std::find_if(windows.begin(), windows.end(), [&](const auto& item) {
-      return item.is_object() && item.value("id", "") == w.id;
+    const auto stored = std::find_if(windows->begin(), windows->end(), [&](const auto& item) {
+      return json_field<std::string>(item, "id") == w.id;
     });
-    if (stored == windows.end())
+    if (stored == windows->end())
       return Status::errorf("{}: no reference for window {}", manifest_path, w.id);
-    if (stored->value("tokens_fnv1a64", "") != w.tokens_fnv1a64 ||
-        stored->value("scored", int64_t(0)) != w.scored)
+    if (json_field<std::string>(*stored, "tokens_fnv1a64") != w.tokens_fnv1a64 ||
+        json_field<int64_t>(*stored, "scored") != w.scored)
       return Status::errorf("{}: window {} was stored for other tokens than the suite's",
                             manifest_path, w.id);
   }

@@ -141,5 +141,37 @@ TEST(ReferenceLogits, RefusesWhatDoesNotFitTheSuite) {
   EXPECT_FALSE(ReferenceReader::open(dir.string(), f.suite, kVocab + 1).ok());
 }
 
+TEST(ReferenceLogits, ManifestFieldsOfAnotherTypeAreRefused) {
+  const Fixture f;
+  const auto dir = testing::scratch_dir("manifest-types");
+  auto writer = ReferenceWriter::create(dir.string(), kVocab, 0, {});
+  for (int w = 0; w < 2; ++w)
+    ASSERT_TRUE(writer.value()
+                    .write(f.suite.windows[size_t(w)], f.tokens[size_t(w)], f.scored_rows(w))
+                    .ok());
+  ASSERT_TRUE(writer.value().finish().ok());
+  const auto manifest_path = dir / "reference.json";
+  std::ifstream in(manifest_path);
+  const nlohmann::json good = nlohmann::json::parse(in);
+  ASSERT_TRUE(ReferenceReader::open(dir.string(), f.suite, kVocab).ok());
+  for (const auto& [pointer, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"/format", 5},
+                                                           {"/version", "1"},
+                                                           {"/n_vocab", "50"},
+                                                           {"/top_k", "8"},
+                                                           {"/top_k", -1},
+                                                           {"/windows", 3},
+                                                           {"/windows/0/scored", "4"},
+                                                           {"/windows/1/id", 12}}) {
+    nlohmann::json bad = good;
+    bad[nlohmann::json::json_pointer(pointer)] = value;
+    std::ofstream(manifest_path) << bad.dump();
+    const auto reader = ReferenceReader::open(dir.string(), f.suite, kVocab);
+    ASSERT_FALSE(reader.ok()) << pointer;
+    EXPECT_EQ(reader.status().message().rfind(manifest_path.string() + ": ", 0), 0u)
+        << reader.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace strata::eval

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "base/json_field.h"
 #include "base/svg_chart.h"
 #include "runtime/byte_size.h"
 #include "runtime/provenance.h"
@@ -151,19 +152,22 @@ Result<std::string> run_json(const Suite& suite, const ScoringResult& result,
 }
 
 std::string short_label(const nlohmann::json& d) {
-  if (d.contains("logits_dir") && !d.contains("model"))
-    return fmt::format("stored logits {}", d["logits_dir"].get<std::string>());
+  const std::optional<std::string> logits_dir = json_field<std::string>(d, "logits_dir");
+  const nlohmann::json* model = json_member(d, "model");
+  if (logits_dir && !model) return fmt::format("stored logits {}", *logits_dir);
+  const std::optional<std::string> model_path =
+      model ? json_field<std::string>(*model, "path") : std::nullopt;
   std::string label =
-      std::filesystem::path(d["model"]["path"].get<std::string>()).filename().string() + ", " +
-      d.value("mode", "");
-  if (d.value("memory_budget_bytes", uint64_t(0)) > 0)
-    label += ", --mem " + format_bytes(d["memory_budget_bytes"].get<uint64_t>());
-  if (d.value("arena_share", 0.0) > 0)
-    label += fmt::format(", --arena {:g}%", 100 * d["arena_share"].get<double>());
-  if (d.value("moce_bonus", 0.0) != 0)
-    label += fmt::format(", --moce {:g} (protect {})", d["moce_bonus"].get<double>(),
-                         d.value("moce_protect", 0));
-  if (d.contains("logits_dir")) label += ", stored in " + d["logits_dir"].get<std::string>();
+      (model_path ? std::filesystem::path(*model_path).filename().string() : "unknown model") +
+      ", " + json_field<std::string>(d, "mode").value_or("");
+  if (const uint64_t budget = json_field<uint64_t>(d, "memory_budget_bytes").value_or(0))
+    label += ", --mem " + format_bytes(budget);
+  if (const double share = json_field<double>(d, "arena_share").value_or(0); share > 0)
+    label += fmt::format(", --arena {:g}%", 100 * share);
+  if (const double bonus = json_field<double>(d, "moce_bonus").value_or(0); bonus != 0)
+    label += fmt::format(", --moce {:g} (protect {})", bonus,
+                         json_field<int>(d, "moce_protect").value_or(0));
+  if (logits_dir) label += ", stored in " + *logits_dir;
   return label;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/json_field.h"
 #include "base/svg_chart.h"
 #include "eval/report.h"
 #include "runtime/byte_size.h"
@@ -13,18 +14,26 @@ namespace strata::eval {
 namespace {
 
 std::string budget_of(const nlohmann::json& candidate) {
-  if (candidate.value("memory_budget_bytes", uint64_t(0)) > 0)
-    return "--mem " + format_bytes(candidate["memory_budget_bytes"].get<uint64_t>());
-  if (candidate.value("arena_share", 0.0) > 0)
-    return fmt::format("--arena {:g}%", 100 * candidate["arena_share"].get<double>());
+  if (const uint64_t budget = json_field<uint64_t>(candidate, "memory_budget_bytes").value_or(0))
+    return "--mem " + format_bytes(budget);
+  if (const double share = json_field<double>(candidate, "arena_share").value_or(0); share > 0)
+    return fmt::format("--arena {:g}%", 100 * share);
   return "resident";
+}
+
+std::optional<std::string> suite_sha256(const RunRecord& record) {
+  const nlohmann::json* suite = json_member(record.json, "suite");
+  return suite ? json_field<std::string>(*suite, "sha256") : std::nullopt;
 }
 
 Result<TableRow> row_of(const RunRecord& record) {
   const nlohmann::json& json = record.json;
   try {
     const nlohmann::json& candidate = json.at("candidate");
-    const nlohmann::json& all = json.at("groups").back();
+    const nlohmann::json& groups = json.at("groups");
+    if (!groups.is_array() || groups.empty())
+      return Status::errorf("{}: no groups of windows", record.path);
+    const nlohmann::json& all = groups.back();
     if (all.at("name") != "all") return Status::errorf("{}: no pooled group \"all\"", record.path);
     const nlohmann::json& stats = json.at("candidate_stats");
     const nlohmann::json& experts = stats.at("decode_experts");
@@ -35,7 +44,7 @@ Result<TableRow> row_of(const RunRecord& record) {
                     .filename()
                     .string();
     row.budget = budget_of(candidate);
-    row.moce_bonus = candidate.value("moce_bonus", 0.0);
+    row.moce_bonus = json_field<double>(candidate, "moce_bonus").value_or(0);
     row.positions = all.at("positions");
     row.kld_mean = all.at("kld_mean");
     row.kld_lo = all.at("kld_mean_ci").at(0);
@@ -73,8 +82,7 @@ Result<std::vector<TableRow>> table_rows(const std::vector<RunRecord>& records) 
     if (!same_reference(first, record))
       return Status::errorf("{} was scored against another reference than {}", record.path,
                             first.path);
-    if (record.json.value("/suite/sha256"_json_pointer, std::string()) !=
-        first.json.value("/suite/sha256"_json_pointer, std::string()))
+    if (suite_sha256(record) != suite_sha256(first))
       return Status::errorf("{} was scored on another suite than {}", record.path, first.path);
     STRATA_ASSIGN_OR_RETURN(TableRow row, row_of(record));
     rows.push_back(std::move(row));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "eval/report.h"
+
 namespace strata::eval {
 namespace {
 
@@ -100,6 +102,37 @@ TEST(RunTable, RefusesRecordsOfAnotherSuiteOrReference) {
   rows = table_rows({incomplete});
   ASSERT_FALSE(rows.ok());
   EXPECT_EQ(rows.status().message().rfind("d.json: not a complete", 0), 0u);
+}
+
+// Fields of another type, or missing, are refused with an error: nlohmann's accessors would
+// throw or read out of bounds.
+TEST(RunTable, FieldsOfAnotherTypeAreRefusedNotThrown) {
+  const auto refused = [](RunRecord r) {
+    const auto rows = table_rows({r});
+    EXPECT_FALSE(rows.ok()) << r.json.dump();
+    if (!rows.ok()) EXPECT_EQ(rows.status().message().rfind("e.json: ", 0), 0u);
+  };
+  RunRecord numeric_suite = record("e.json", 0.25, 0, 0, 1, 1);
+  numeric_suite.json["suite"]["sha256"] = 5;
+  EXPECT_TRUE(table_rows({numeric_suite}).ok());
+  EXPECT_FALSE(table_rows({record("a.json", 0.25, 0, 0, 1, 1), numeric_suite}).ok());
+  RunRecord no_groups = record("e.json", 0.25, 0, 0, 1, 1);
+  no_groups.json["groups"] = nlohmann::json::array();
+  refused(no_groups);
+  RunRecord budget_string = record("e.json", 0.25, 0, 0, 1, 1);
+  budget_string.json["candidate"]["memory_budget_bytes"] = "1G";
+  budget_string.json["candidate"]["model"] = 7;
+  refused(budget_string);
+}
+
+TEST(RunTable, LabelsSkipFieldsOfAnotherType) {
+  nlohmann::json candidate = record("a.json", 0.25, 0, 0, 1, 1).json["candidate"];
+  EXPECT_EQ(short_label(candidate), "m.gguf, decode, --arena 25%");
+  candidate["arena_share"] = "25%";
+  candidate["mode"] = 3;
+  candidate.erase("model");
+  EXPECT_EQ(short_label(candidate), "unknown model, ");
+  EXPECT_EQ(short_label(nlohmann::json("not an object")), "unknown model, ");
 }
 
 }  // namespace

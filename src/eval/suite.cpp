@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_field.h"
 #include "eval/bootstrap.h"
 #include "runtime/provenance.h"
 
@@ -171,12 +172,13 @@ std::string encode_suite(const Suite& suite) {
 
 Result<Suite> decode_suite(const std::string& text, const std::string& name) {
   const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object() || json.value("format", "") != kFormat)
+  if (json.is_discarded() || json_field<std::string>(json, "format") != kFormat)
     return Status::errorf("{}: not a strata eval suite (JSON with \"format\": \"{}\")", name,
                           kFormat);
-  if (json.value("version", 0) != kVersion)
+  if (const nlohmann::json* version = json_member(json, "version");
+      !version || json_as<int>(*version) != kVersion)
     return Status::errorf("{}: suite version {} (this build reads {})", name,
-                          json.value("version", 0), kVersion);
+                          version ? version->dump() : "missing", kVersion);
   Suite suite;
   std::set<std::string> ids;
   try {

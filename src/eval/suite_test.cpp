@@ -128,7 +128,9 @@ TEST(Suite, MalformedSuitesAreOneLineNamingTheFile) {
        {std::string("not json"), std::string("{\"format\": \"something else\"}"),
         replace("\"version\": 1", "\"version\": 9"), replace("\"start\"", "\"begin\""),
         replace("\"prose-001\"", "\"prose-000\""), replace("\"prose-001\"", "\"../x\""),
-        replace("\"prompt\": 6,\n   \"scored\"", "\"prompt\": 0,\n   \"scored\"")}) {
+        replace("\"prompt\": 6,\n   \"scored\"", "\"prompt\": 0,\n   \"scored\""),
+        replace("\"format\": \"strata-eval-suite\"", "\"format\": 5"),
+        replace("\"version\": 1", "\"version\": \"1\""), std::string("[1, 2]")}) {
     const auto decoded = decode_suite(bad, "bad-suite.json");
     ASSERT_FALSE(decoded.ok()) << bad;
     EXPECT_EQ(decoded.status().message().rfind("bad-suite.json: ", 0), 0u)

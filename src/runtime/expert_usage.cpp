@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 
 #include "base/atomic_file.h"
+#include "base/json_field.h"
 
 namespace strata {
 
@@ -16,24 +18,33 @@ ExpertUsage::ExpertUsage(int n_layer, int n_expert)
 Result<ExpertUsage> ExpertUsage::load(const std::string& path, int n_layer, int n_expert) {
   std::ifstream in(path);
   if (!in) return Status::errorf("{}: cannot open", path);
-  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object() || json.value("format", "") != "strata-expert-usage")
-    return Status::errorf("{}: not a strata expert-usage file", path);
-  if (json.value("n_layer", -1) != n_layer || json.value("n_expert", -1) != n_expert)
-    return Status::errorf("{}: made for {} layers x {} experts, this model has {} x {}", path,
-                          json.value("n_layer", -1), json.value("n_expert", -1), n_layer, n_expert);
+  return parse(std::string(std::istreambuf_iterator<char>(in), {}), path, n_layer, n_expert);
+}
+
+Result<ExpertUsage> ExpertUsage::parse(std::string_view text, const std::string& name, int n_layer,
+                                       int n_expert) {
+  const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || json_field<std::string>(json, "format") != "strata-expert-usage")
+    return Status::errorf("{}: not a strata expert-usage file", name);
+  const std::optional<int> file_layers = json_field<int>(json, "n_layer");
+  const std::optional<int> file_experts = json_field<int>(json, "n_expert");
+  if (!file_layers || !file_experts)
+    return Status::errorf("{}: n_layer and n_expert must be integers", name);
+  if (*file_layers != n_layer || *file_experts != n_expert)
+    return Status::errorf("{}: made for {} layers x {} experts, this model has {} x {}", name,
+                          *file_layers, *file_experts, n_layer, n_expert);
   ExpertUsage usage(n_layer, n_expert);
-  const auto& counts = json["counts"];
-  if (!counts.is_array() || int(counts.size()) != n_layer)
-    return Status::errorf("{}: counts must be {} rows", path, n_layer);
+  const nlohmann::json* counts = json_member(json, "counts");
+  if (!counts || !counts->is_array() || int(counts->size()) != n_layer)
+    return Status::errorf("{}: counts must be {} rows", name, n_layer);
   for (int l = 0; l < n_layer; ++l) {
-    const auto& row = counts[size_t(l)];
+    const auto& row = (*counts)[size_t(l)];
     if (!row.is_array() || int(row.size()) != n_expert)
-      return Status::errorf("{}: counts row {} must hold {} numbers", path, l, n_expert);
+      return Status::errorf("{}: counts row {} must hold {} numbers", name, l, n_expert);
     for (int e = 0; e < n_expert; ++e) {
-      if (!row[size_t(e)].is_number_unsigned())
-        return Status::errorf("{}: counts[{}][{}] is not a count", path, l, e);
-      usage.counts_[size_t(l) * size_t(n_expert) + size_t(e)] = row[size_t(e)].get<uint64_t>();
+      const std::optional<uint64_t> count = json_as<uint64_t>(row[size_t(e)]);
+      if (!count) return Status::errorf("{}: counts[{}][{}] is not a count", name, l, e);
+      usage.counts_[size_t(l) * size_t(n_expert) + size_t(e)] = *count;
     }
   }
   return usage;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,9 @@ class ExpertUsage {
 
   // Errors name the file: unreadable, not this format, or made for another shape of model.
   static Result<ExpertUsage> load(const std::string& path, int n_layer, int n_expert);
+  // The same from the file's text; `name` prefixes the errors.
+  static Result<ExpertUsage> parse(std::string_view text, const std::string& name, int n_layer,
+                                   int n_expert);
   // Written to a temporary name and renamed.
   Status save(const std::string& path) const;
 

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang-14 (libFuzzer, ASan, UBSan) and fuzzes each for
+# SECONDS seconds, starting from its seeds in fuzz/corpus/: the GGUF reader (corpus/gguf) and
+# the expert store's traces and warm-start files (corpus/expert_files). New inputs go to a
+# scratch corpus so the checked-in seeds stay small. Exits non-zero on any crash, leak, timeout
+# or sanitizer report; the input that caused it is saved under the build directory's
+# fuzz-artifacts/.
+#
+# Usage: fuzz/run_fuzz.sh SECONDS [extra libFuzzer flags...]
+# Environment: STRATA_FUZZ_BUILD (build directory, default build-fuzz), STRATA_FUZZ_JOBS
+# (ninja parallelism, default 2).
+set -euo pipefail
+
+if [[ $# -lt 1 || ! $1 =~ ^[0-9]+$ ]]; then
+  echo "usage: $0 SECONDS [libFuzzer flags...]" >&2
+  exit 2
+fi
+seconds=$1
+shift
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${STRATA_FUZZ_BUILD:-$root/build-fuzz}
+
+cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Release \
+  -DSTRATA_BUILD_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
+ninja -C "$build" -j "${STRATA_FUZZ_JOBS:-2}" gguf_reader_fuzz expert_files_fuzz
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$build/fuzz-artifacts"
+
+# fuzz TARGET SEEDS [libFuzzer flags...]
+fuzz() {
+  local target=$1 seeds=$2
+  shift 2
+  mkdir -p "$scratch/$target"
+  "$build/fuzz/$target" "$scratch/$target" "$root/fuzz/corpus/$seeds" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$build/fuzz-artifacts/$target-" "$@"
+}
+
+# Inputs up to 32 KiB: room for a real model's header with shortened vocabularies.
+fuzz gguf_reader_fuzz gguf -dict="$root/fuzz/gguf.dict" -max_len=32768 "$@"
+fuzz expert_files_fuzz expert_files -max_len=4096 "$@"
