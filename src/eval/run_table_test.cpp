@@ -110,7 +110,9 @@ TEST(RunTable, FieldsOfAnotherTypeAreRefusedNotThrown) {
   const auto refused = [](RunRecord r) {
     const auto rows = table_rows({r});
     EXPECT_FALSE(rows.ok()) << r.json.dump();
-    if (!rows.ok()) EXPECT_EQ(rows.status().message().rfind("e.json: ", 0), 0u);
+    if (!rows.ok()) {
+      EXPECT_EQ(rows.status().message().rfind("e.json: ", 0), 0u);
+    }
   };
   RunRecord numeric_suite = record("e.json", 0.25, 0, 0, 1, 1);
   numeric_suite.json["suite"]["sha256"] = 5;
