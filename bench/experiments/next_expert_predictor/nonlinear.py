@@ -66,5 +66,5 @@ def estimates(k):
             for l in range(L) for s in range(1, K + 1)}
 
 
-r = [simulate_arena(docs[k][1], estimates(k), K) for k in test]
+r = [simulate_arena(docs[k][1], estimates(k), K)[0] for k in test]
 print(kind, K, [round(x, 3) for x in r], round(np.mean(r), 4), flush=True)

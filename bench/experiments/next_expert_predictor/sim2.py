@@ -17,8 +17,7 @@ def fit(features):
     for l in range(L):
         A = np.vstack([features(k, l)[:-1] for k in train])
         Y = np.vstack([docs[k][1][l][1:] for k in train])
-        G = A.T @ A
-        W.append(np.linalg.solve(G + 1e-3 * np.mean(np.diag(G)) * np.eye(G.shape[0]), A.T @ Y))
+        W.append(ridge(A, Y))
     return W
 
 
@@ -29,5 +28,5 @@ for name, W, features, at_end, mix in (('count', None, None, False, 0), ('x laye
     r = []
     for k in test:
         est = None if W is None else {(l, 1): features(k, l) @ W[l] for l in range(L)}
-        r.append(simulate_arena(docs[k][1], est, at_token_end=at_end, mix=mix))
+        r.append(simulate_arena(docs[k][1], est, at_token_end=at_end, mix=mix)[0])
     print(name, [round(x, 3) for x in r], round(np.mean(r), 4), flush=True)

@@ -28,6 +28,12 @@ def recall(score,P):  # score[t] predicts P[t+1]
     return hit/P[1:].sum()
 
 
+def ridge(A, Y):
+    """The ridge map A -> Y, regularized by 1e-3 of the Gram matrix's mean diagonal."""
+    G = A.T @ A
+    return np.linalg.solve(G + 1e-3 * np.mean(np.diag(G)) * np.eye(G.shape[0]), A.T @ Y)
+
+
 def load_documents():
     """{path: (router inputs [L][T][D], picks [L][T][E] multi-hot)} for docs/*.bin."""
     docs = {}
@@ -46,21 +52,28 @@ def tokens_to_next_use(P):
     return n
 
 
-def simulate_arena(P, est, K=1, oracle=False, at_token_end=False, slots=128, mix=0.5):
+def simulate_arena(P, est, K=1, oracle=False, at_token_end=False, slots=128, mix=0.5,
+                   bypass_places=0, wait_of=None):
     """Hit rate of the study's whole-arena simulation on picks P [L][T][E]: `slots` shared by
     all layers, evict the largest expected next use. After layer l of token t, est[(l, s)][t]
     estimates each expert's use at token t+s (s = 1..K); each is mixed with a decayed count
     (`mix` of the estimate), and the unit's next use is expected at the first of those tokens
     it is used at, or after them at the mean rate. est None: the count alone. oracle: the true
     picks of the next K tokens instead, with est[(l, 1)] setting the rate after them.
-    at_token_end: every layer's expectation is updated after the token's last layer instead."""
+    at_token_end: every layer's expectation is updated after the token's last layer instead.
+    bypass_places: that many of the slots are kept for units a layer computes without caching
+    them, taken by a missed unit expected back later than the victim (the expectation for its
+    own layer is known before the layer's experts run). wait_of(l, t, rate): the expected
+    tokens after the next visit, replacing the model above. Returns (hit rate, share of claims
+    bypassed)."""
     L, T, E = P.shape
     n_next = tokens_to_next_use(P) if oracle else None
     resident = np.zeros((L, E), bool); wait = np.full((L, E), 7.0); count = np.zeros((L, E))
-    decay = 0.5 ** (1 / 16); hits = claims = n_resident = 0
+    decay = 0.5 ** (1 / 16); hits = claims = n_resident = bypassed = 0
 
     def expected_wait(l, t):  # tokens waited after the layer's next visit
         rate = np.clip(count[l] / count[l].sum() * 8, 1e-3, 1)
+        if wait_of is not None: return wait_of(l, t, rate)
         if est is None: return (1 - rate) / rate
         mixed = lambda s: np.clip(mix * est[(l, s)][t] + (1 - mix) * rate, 1e-3, 1)
         if oracle:
@@ -73,16 +86,21 @@ def simulate_arena(P, est, K=1, oracle=False, at_token_end=False, slots=128, mix
     for t in range(T):
         for l in range(L):
             picks = np.nonzero(P[l, t])[0]
+            count[l] *= decay; count[l][picks] += 1
+            fresh = None if at_token_end else expected_wait(l, t)
+            places = bypass_places
             for e in picks:
                 claims += 1
                 if resident[l, e]: hits += 1; continue
-                if n_resident >= slots:
+                if n_resident >= slots - bypass_places:
                     d = ((np.arange(L) - l - 1) % L)[:, None] + L * wait
                     d = np.where(resident, d, -1); d[l, picks] = -1
-                    resident.flat[np.argmax(d)] = False; n_resident -= 1
+                    victim = np.argmax(d)
+                    if places and fresh is not None and L - 1 + L * fresh[e] >= d.flat[victim]:
+                        places -= 1; bypassed += 1; continue
+                    resident.flat[victim] = False; n_resident -= 1
                 resident[l, e] = True; n_resident += 1
-            count[l] *= decay; count[l][picks] += 1
-            if not at_token_end: wait[l] = expected_wait(l, t)
+            if fresh is not None: wait[l] = fresh
         if at_token_end:
             for l in range(L): wait[l] = expected_wait(l, t)
-    return hits / claims
+    return hits / claims, bypassed / claims
