@@ -40,6 +40,12 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   }
   const fs::path bad_tokens = scratch() / "tokens.json";
   std::ofstream(bad_tokens) << "[1, 2, 999999]";
+  const fs::path bad_warm = scratch() / "warm.json";
+  std::ofstream(bad_warm) << R"({"format": "strata-expert-usage", "n_layer": "8"})";
+  const fs::path bad_predictor = scratch() / "predictor.gguf";
+  std::ofstream(bad_predictor) << "not a predictor";
+  const std::string inspect_bad_predictor =
+      "inspect -m " + kModel + " --mem 100M --predictor " + bad_predictor.string();
   const std::pair<std::string, std::string> cases[] = {
       {"run -m /nonexistent.gguf -p hi", "/nonexistent.gguf: cannot open"},
       {"run -m " + truncated.string() + " -p hi", truncated.string() + ": "},
@@ -60,6 +66,9 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"repack -m " + kModel + " -o " + kModel, "is the input file; refusing to overwrite it"},
       {"split -m " + kModel + " -o /tmp/x --max-size 4M --parts 3", "--max-size excludes --parts"},
       {"split -m " + kModel + " -o /tmp/x", "give either a maximum part size or a number of parts"},
+      {"run -m " + kModel + " -p hi --arena 50% --warm " + bad_warm.string(),
+       "n_layer and n_expert must be integers"},
+      {inspect_bad_predictor, bad_predictor.string() + ": not a GGUF file"},
   };
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);
@@ -68,6 +77,8 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
     EXPECT_EQ(line.rfind("strata: ", 0), 0u) << arguments << "\n" << outcome.err;
     EXPECT_NE(line.find(expected), std::string::npos) << arguments << "\n" << line;
   }
+  // The error is all inspect prints: no listing before it.
+  EXPECT_EQ(strata(inspect_bad_predictor).out, "");
 }
 
 std::string fmt_budget(double budget_mib, const fs::path& stats) {
@@ -219,7 +230,8 @@ TEST(Cli, FitPredictorThenStreamWithIt) {
   EXPECT_NE(fit.err.find("fitted on"), std::string::npos) << fit.err;
   const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
   const auto resident = strata("run -m " + kModel + generate);
-  const auto predicted = strata("run -m " + kModel + generate + " --arena 25% --predictor " + predictor);
+  const auto predicted =
+      strata("run -m " + kModel + generate + " --arena 25% --predictor " + predictor);
   ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
   EXPECT_EQ(predicted.out, resident.out);
   // Read-ahead off, hits depend on the policy alone: the estimates keep other units.
@@ -237,7 +249,8 @@ TEST(Cli, FitPredictorThenStreamWithIt) {
   EXPECT_EQ(without.exit_code, 1);
   EXPECT_NE(last_line(without.err).find("needs a next-expert predictor"), std::string::npos)
       << without.err;
-  const auto not_one = strata("run -m " + kModel + " --arena 25% --predictor " + kModel + " -p hi -n 1");
+  const auto not_one =
+      strata("run -m " + kModel + " --arena 25% --predictor " + kModel + " -p hi -n 1");
   EXPECT_EQ(not_one.exit_code, 1);
   EXPECT_NE(last_line(not_one.err).find("not a next-expert predictor"), std::string::npos)
       << not_one.err;

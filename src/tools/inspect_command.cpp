@@ -19,12 +19,17 @@ struct InspectFlags {
 int inspect(InspectFlags flags) {
   const auto report = inspect_model(flags.session.options.model_path, flags.inspect);
   if (!report.ok()) return report_failure(report.status());
-  std::fputs(report.value().c_str(), stdout);
-  if (flags.session.memory_budget.empty()) return 0;
+  if (flags.session.memory_budget.empty()) {
+    std::fputs(report.value().c_str(), stdout);
+    return 0;
+  }
+  // The plan is made before anything is printed: a bad flag or file is then the one line
+  // reported, not an error in the middle of the listing.
   if (const Status status = resolve_session_flags(flags.session); !status.ok())
     return report_failure(status);
   const auto plan = Session::plan(flags.session.options);
   if (!plan.ok()) return report_failure(plan.status());
+  std::fputs(report.value().c_str(), stdout);
   std::fputs(plan.value().text.c_str(), stdout);
   if (plan.value().arena_bytes == 0)
     std::printf("over budget: a session needs at least %.1f MiB\n",
