@@ -69,6 +69,10 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"run -m " + kModel + " -p hi --arena 50% --warm " + bad_warm.string(),
        "n_layer and n_expert must be integers"},
       {inspect_bad_predictor, bad_predictor.string() + ": not a GGUF file"},
+      {"run -m " + kModel + " -p hi --arena 50% --warm " + scratch().string(),
+       scratch().string() + ": is a directory"},
+      {"logits -m " + kModel + " --tokens " + scratch().string() + " --out /dev/null",
+       scratch().string() + ": is a directory"},
   };
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "base/json_field.h"
 #include "base/svg_chart.h"
+#include "base/whole_file.h"
 #include "eval/report.h"
 #include "runtime/provenance.h"
 
@@ -29,9 +29,8 @@ std::string label(const RunRecord& r) { return short_label(*json_member(r.json, 
 }  // namespace
 
 Result<RunRecord> read_run_record(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  RunRecord record{path, nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false), {}};
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
+  RunRecord record{path, nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false), {}};
   const nlohmann::json& json = record.json;
   const nlohmann::json* windows = json_member(json, "windows");
   const nlohmann::json* candidate = json_member(json, "candidate");

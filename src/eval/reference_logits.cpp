@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 
 #include "base/atomic_file.h"
 #include "base/check.h"
 #include "base/json_field.h"
+#include "base/whole_file.h"
 
 namespace strata::eval {
 namespace {
@@ -27,12 +27,6 @@ static_assert(std::endian::native == std::endian::little);
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
-}
-
-Result<std::string> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::string tokens_json(std::span<const int32_t> tokens) {
@@ -93,7 +87,7 @@ Result<ReferenceReader> ReferenceReader::open(const std::string& dir, const Suit
     reader.description_ = {{"logits_dir", dir}, {"manifest", false}};
     return reader;
   }
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_bytes(manifest_path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(manifest_path));
   const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const nlohmann::json* windows = json_member(json, "windows");
   if (json.is_discarded() || json_field<std::string>(json, "format") != kFormat ||
@@ -130,7 +124,7 @@ Result<ReferenceRows> ReferenceReader::read(const SuiteWindow& window,
   STRATA_CHECK_EQ(int64_t(window_tokens.size()), window.length());
   const std::string tokens_path = path_in(dir_, window.id + ".tokens.json");
   if (fs::exists(tokens_path)) {
-    STRATA_ASSIGN_OR_RETURN(const std::string text, read_bytes(tokens_path));
+    STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(tokens_path));
     const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded() ||
         json != nlohmann::json::parse(tokens_json(fed_tokens(window_tokens))))
@@ -139,12 +133,12 @@ Result<ReferenceRows> ReferenceReader::read(const SuiteWindow& window,
   ReferenceRows rows;
   if (top_k_ > 0) {
     const std::string path = path_in(dir_, window.id + ".topk.bin");
-    STRATA_ASSIGN_OR_RETURN(const std::string bytes, read_bytes(path));
+    STRATA_ASSIGN_OR_RETURN(const std::string bytes, read_whole_file(path));
     STRATA_ASSIGN_OR_RETURN(rows.top_k, parse_top_k(bytes, path, window.scored, top_k_, n_vocab_));
     return rows;
   }
   const std::string path = path_in(dir_, window.id + ".logits.bin");
-  STRATA_ASSIGN_OR_RETURN(const std::string bytes, read_bytes(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string bytes, read_whole_file(path));
   const size_t row_bytes = size_t(n_vocab_) * sizeof(float);
   const size_t n_rows = bytes.size() / row_bytes;
   const size_t scored = size_t(window.scored), fed = size_t(window.length() - 1);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_field.h"
+#include "base/whole_file.h"
 #include "eval/bootstrap.h"
 #include "runtime/provenance.h"
 
@@ -34,12 +34,6 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t hash = kFnvOffset) {
 struct Document {
   std::string id, domain, text;
 };
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // One JSON object per line; blank lines are skipped.
 Result<std::vector<Document>> parse_documents(const std::string& text, const std::string& path) {
@@ -127,7 +121,7 @@ struct Source {
 
 Result<Source> read_source(const std::string& eval_dir, const std::string& name) {
   const std::string path = (std::filesystem::path(eval_dir) / name).string();
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_text(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
   STRATA_ASSIGN_OR_RETURN(std::string sha256, sha256_file(path));
   STRATA_ASSIGN_OR_RETURN(std::vector<Document> documents, parse_documents(text, path));
   return Source{name, std::move(sha256), std::move(documents)};
@@ -210,7 +204,7 @@ Result<Suite> decode_suite(const std::string& text, const std::string& name) {
 }
 
 Result<Suite> read_suite(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_text(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
   return decode_suite(text, path);
 }
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 
 #include "base/check.h"
+#include "base/whole_file.h"
 
 namespace strata {
 namespace {
@@ -161,12 +161,8 @@ Result<ExpertTrace> decode_expert_trace(std::span<const uint8_t> bytes, std::str
 }
 
 Result<ExpertTrace> read_expert_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::errorf("{}: read error", path);
-  return decode_expert_trace(bytes, path);
+  STRATA_ASSIGN_OR_RETURN(const std::string bytes, read_whole_file(path));
+  return decode_expert_trace({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path);
 }
 
 ExpertTraceRecorder::ExpertTraceRecorder(uint32_t n_layer, uint32_t n_expert,

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/svg_chart.h"
+#include "base/whole_file.h"
 #include "cpu/memory_bandwidth.h"
 #include "experts/disk_bandwidth.h"
 #include "gguf/gguf_file.h"
@@ -223,9 +224,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
     return Status::errorf("bench: --repetitions must be at least 3 (got {})", options.repetitions);
   std::string text = kDefaultPrompt;
   if (!options.prompt_file.empty()) {
-    std::ifstream in(options.prompt_file, std::ios::binary);
-    if (!in) return Status::errorf("{}: cannot open", options.prompt_file);
-    text.assign(std::istreambuf_iterator<char>(in), {});
+    STRATA_ASSIGN_OR_RETURN(text, read_whole_file(options.prompt_file));
   }
   const int n_threads = options.session.n_threads > 0
                             ? options.session.n_threads

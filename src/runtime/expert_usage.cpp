@@ -3,12 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <numeric>
 
 #include "base/atomic_file.h"
 #include "base/json_field.h"
+#include "base/whole_file.h"
 
 namespace strata {
 
@@ -16,9 +15,8 @@ ExpertUsage::ExpertUsage(int n_layer, int n_expert)
     : n_layer_(n_layer), n_expert_(n_expert), counts_(size_t(n_layer) * size_t(n_expert), 0) {}
 
 Result<ExpertUsage> ExpertUsage::load(const std::string& path, int n_layer, int n_expert) {
-  std::ifstream in(path);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  return parse(std::string(std::istreambuf_iterator<char>(in), {}), path, n_layer, n_expert);
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
+  return parse(text, path, n_layer, n_expert);
 }
 
 Result<ExpertUsage> ExpertUsage::parse(std::string_view text, const std::string& name, int n_layer,

@@ -9,12 +9,12 @@
 
 #include <cstdio>
 
+#include "base/whole_file.h"
 #include "model/next_expert_predictor.h"
 #include "model/next_expert_predictor_fit.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
-#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -32,7 +32,7 @@ struct FitFlags {
 // tokens fed.
 Result<int64_t> add_text(Session& session, const std::string& path, int64_t limit,
                          NextExpertPredictorFit& fit) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
   std::vector<int32_t> tokens = session.tokenize(text);
   if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
   const int64_t n = int64_t(tokens.size());

@@ -6,9 +6,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "base/atomic_file.h"
+#include "base/whole_file.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
@@ -17,9 +17,8 @@ namespace strata::tools {
 namespace {
 
 Result<std::vector<int32_t>> read_token_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::errorf("{}: cannot open", path);
-  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
+  const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_array())
     return Status::errorf("{}: expected a JSON array of token ids", path);
   std::vector<int32_t> tokens;

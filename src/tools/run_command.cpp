@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/whole_file.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
-#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -65,7 +65,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
 
 int run(RunFlags flags) {
   if (!flags.prompt_file.empty()) {
-    auto text = read_text_file(flags.prompt_file);
+    auto text = read_whole_file(flags.prompt_file);
     if (!text.ok()) return report_failure(text.status());
     flags.prompt = std::move(text).value();
   }

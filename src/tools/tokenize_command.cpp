@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
+#include "base/whole_file.h"
 #include "tools/command.h"
-#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -18,7 +18,7 @@ struct TokenizeFlags {
 int tokenize(const TokenizeFlags& flags) {
   std::string text = flags.prompt;
   if (!flags.file.empty()) {
-    auto read = read_text_file(flags.file);
+    auto read = read_whole_file(flags.file);
     if (!read.ok()) return report_failure(read.status());
     text = std::move(read).value();
   }

@@ -14,11 +14,11 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
+#include "base/whole_file.h"
 #include "experts/expert_trace.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"
-#include "tools/text_file.h"
 
 namespace strata::tools {
 namespace {
@@ -56,7 +56,7 @@ int trace(const TraceFlags& flags) {
   std::string text = flags.prompt;
   for (const std::string* path : {&flags.prompt_file, &flags.teacher_forced_file}) {
     if (path->empty()) continue;
-    const auto read = read_text_file(*path);
+    const auto read = read_whole_file(*path);
     if (!read.ok()) return report_failure(read.status());
     text = read.value();
   }
