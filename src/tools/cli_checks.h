@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -21,6 +22,19 @@ inline CLI::Validator at_least(long long minimum) {
         return std::string();
       },
       fmt::format("INT>={}", minimum));
+}
+
+// A finite number that `accept` takes: "--top-p: must be a number in (0, 1] (got 'nan')". NaN
+// or a negative temperature would otherwise sample silent garbage.
+inline CLI::Validator real_number(const std::string& wanted, bool (*accept)(double)) {
+  return CLI::Validator(
+      [wanted, accept](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) || !accept(value))
+          return fmt::format("must be a number {} (got '{}')", wanted, text);
+        return std::string();
+      },
+      "FLOAT");
 }
 
 // A file to write after a long run (a bench, an evaluation, a trace): its directory must exist,

@@ -101,13 +101,19 @@ inline Status resolve_session_flags(SessionFlags& flags) {
 inline void add_sampling_flags(CLI::App* command, GenerateOptions& options) {
   command->add_option("-n,--n-predict", options.max_tokens, "tokens to generate")
       ->check(at_least(0));
-  command->add_option("--temp", options.temperature, "temperature (0: greedy)");
-  command->add_option("--top-k", options.top_k, "keep the k most likely tokens (0: off)");
-  command->add_option("--top-p", options.top_p, "nucleus sampling threshold (1: off)");
-  command->add_option("--min-p", options.min_p, "drop tokens below min-p x the best (0: off)");
-  command->add_option("--repeat-penalty", options.repeat_penalty,
-                      "penalty on recent tokens (1: off)");
-  command->add_option("--repeat-last-n", options.repeat_last_n, "how many recent tokens it sees");
+  command->add_option("--temp", options.temperature, "temperature (0: greedy)")
+      ->check(real_number("0 or more", [](double v) { return v >= 0; }));
+  command->add_option("--top-k", options.top_k, "keep the k most likely tokens (0: off)")
+      ->check(at_least(0));
+  command->add_option("--top-p", options.top_p, "nucleus sampling threshold (1: off)")
+      ->check(real_number("in (0, 1]", [](double v) { return v > 0 && v <= 1; }));
+  command->add_option("--min-p", options.min_p, "drop tokens below min-p x the best (0: off)")
+      ->check(real_number("in [0, 1]", [](double v) { return v >= 0 && v <= 1; }));
+  command
+      ->add_option("--repeat-penalty", options.repeat_penalty, "penalty on recent tokens (1: off)")
+      ->check(real_number("above 0", [](double v) { return v > 0; }));
+  command->add_option("--repeat-last-n", options.repeat_last_n, "how many recent tokens it sees")
+      ->check(at_least(0));
   command->add_option("-s,--seed", options.seed, "sampling seed");
 }
 
