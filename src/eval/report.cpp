@@ -151,6 +151,14 @@ Result<std::string> run_json(const Suite& suite, const ScoringResult& result,
   return record.dump(1) + "\n";
 }
 
+std::string budget_flag(const nlohmann::json& d) {
+  if (const uint64_t budget = json_field<uint64_t>(d, "memory_budget_bytes").value_or(0))
+    return "--mem " + format_bytes(budget);
+  if (const double share = json_field<double>(d, "arena_share").value_or(0); share > 0)
+    return fmt::format("--arena {:g}%", 100 * share);
+  return "";
+}
+
 std::string short_label(const nlohmann::json& d) {
   const std::optional<std::string> logits_dir = json_field<std::string>(d, "logits_dir");
   const nlohmann::json* model = json_member(d, "model");
@@ -160,10 +168,7 @@ std::string short_label(const nlohmann::json& d) {
   std::string label =
       (model_path ? std::filesystem::path(*model_path).filename().string() : "unknown model") +
       ", " + json_field<std::string>(d, "mode").value_or("");
-  if (const uint64_t budget = json_field<uint64_t>(d, "memory_budget_bytes").value_or(0))
-    label += ", --mem " + format_bytes(budget);
-  if (const double share = json_field<double>(d, "arena_share").value_or(0); share > 0)
-    label += fmt::format(", --arena {:g}%", 100 * share);
+  if (const std::string budget = budget_flag(d); !budget.empty()) label += ", " + budget;
   if (const double bonus = json_field<double>(d, "moce_bonus").value_or(0); bonus != 0)
     label += fmt::format(", --moce {:g} (protect {})", bonus,
                          json_field<int>(d, "moce_protect").value_or(0));

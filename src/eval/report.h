@@ -63,6 +63,8 @@ std::string run_svg(const ScoringResult& result, const std::vector<GroupSummary>
 
 // "model.gguf, decode, --moce 0.85, --arena 25%": a run's candidate or reference in a few words.
 std::string short_label(const nlohmann::json& description);
+// The flag that bounded a candidate's memory: "--mem 2.00 GiB", "--arena 25%", or "" for none.
+std::string budget_flag(const nlohmann::json& description);
 
 std::string utc_now();
 

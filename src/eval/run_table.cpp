@@ -8,17 +8,13 @@
 #include "base/json_field.h"
 #include "base/svg_chart.h"
 #include "eval/report.h"
-#include "runtime/byte_size.h"
 
 namespace strata::eval {
 namespace {
 
 std::string budget_of(const nlohmann::json& candidate) {
-  if (const uint64_t budget = json_field<uint64_t>(candidate, "memory_budget_bytes").value_or(0))
-    return "--mem " + format_bytes(budget);
-  if (const double share = json_field<double>(candidate, "arena_share").value_or(0); share > 0)
-    return fmt::format("--arena {:g}%", 100 * share);
-  return "resident";
+  const std::string flag = budget_flag(candidate);
+  return flag.empty() ? "resident" : flag;
 }
 
 std::optional<std::string> suite_sha256(const RunRecord& record) {
