@@ -77,7 +77,11 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
        scratch().string() + ": is a directory"},
       {"logits -m " + kModel + " --tokens " + scratch().string() + " --out /dev/null",
        scratch().string() + ": is a directory"},
+      {"run -m " + kModel + " -p hi --stats " + scratch().string(),
+       "--stats: " + scratch().string() + ": is a directory"},
   };
+  // Refused before the run: nothing was generated.
+  EXPECT_EQ(strata("run -m " + kModel + " -p hi --stats " + scratch().string()).out, "");
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);
     EXPECT_EQ(outcome.exit_code, 1) << arguments;

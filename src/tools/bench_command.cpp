@@ -31,11 +31,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_streaming_flags(command, options->session, *readahead_budget);
   command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
   command->add_option("-o,--out", *out, "write the JSON record here")
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command
       ->add_option("--plot", *plot,
                    "write an SVG chart here: decode as a share of its bound, and disk busy")
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->callback([&action, options, out, plot, readahead_budget] {
     action = [options, out, plot, readahead_budget] {
       options->command_line = command_line();

@@ -16,6 +16,7 @@
 #include "base/svg_chart.h"
 #include "experts/cache_simulator.h"
 #include "experts/replacement_policy.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 
 namespace strata::tools {
@@ -330,9 +331,12 @@ void add_cachesim_command(CLI::App& app, Action& action) {
   command->add_option("--readahead", flags->readahead,
                       "insert each token's top N predictions for the next layer (traces "
                       "recorded with predictions)");
-  command->add_option("--out", flags->out_path, "write the Markdown report here, not to stdout");
-  command->add_option("--json", flags->json_path, "write the results as JSON");
-  command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size");
+  command->add_option("--out", flags->out_path, "write the Markdown report here, not to stdout")
+      ->check(file_to_write());
+  command->add_option("--json", flags->json_path, "write the results as JSON")
+      ->check(file_to_write());
+  command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size")
+      ->check(file_to_write());
   command->callback([&action, flags] { action = [flags] { return cachesim(*flags); }; });
 }
 

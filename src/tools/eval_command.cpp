@@ -211,11 +211,11 @@ void add_table(CLI::App* eval_app, Action& action) {
 
 void add_output_flags(CLI::App* command, Outputs& outputs) {
   command->add_option("-o,--out", outputs.json_path, "JSON record with provenance")
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->add_option("--md", outputs.markdown_path, "Markdown table (also printed)")
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->add_option("--plot", outputs.plot_path, "SVG plot of mean KLD per domain")
-      ->check(in_existing_directory());
+      ->check(file_to_write());
 }
 
 void add_bootstrap_flags(CLI::App* command, eval::BootstrapOptions& bootstrap) {

@@ -116,7 +116,7 @@ void add_fit_predictor_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   command->add_option("-o,--out", flags->out_path, "predictor file to write")
       ->required()
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->callback([&action, flags] { action = [flags] { return fit_predictor(*flags); }; });
 }
 

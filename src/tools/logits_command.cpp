@@ -64,7 +64,7 @@ void add_logits_command(CLI::App& app, Action& action) {
   command->add_option("--tokens", *tokens, "JSON array of token ids")->required();
   command->add_option("--out", *out, "output file: float32 [n_tokens][n_vocab]")
       ->required()
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->callback([&action, options, tokens, out] {
     action = [options, tokens, out] { return run_logits(*options, *tokens, *out); };
   });

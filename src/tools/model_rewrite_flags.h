@@ -29,7 +29,7 @@ inline void add_model_rewrite_flags(CLI::App* command, ModelRewriteFlags& flags)
   command->add_option("-m,--model", flags.input_path, "input GGUF model")->required();
   command->add_option("-o,--output", flags.output_path, "output GGUF file")
       ->required()
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->add_flag("--force", flags.force, "replace an existing output (never the input)");
 }
 

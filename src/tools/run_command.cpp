@@ -125,7 +125,8 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* prompt = command->add_option("-p,--prompt", flags->prompt, "prompt text");
   auto* file = command->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
   prompt->excludes(file);
-  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file");
+  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file")
+      ->check(file_to_write());
   command->callback([&action, flags, prompt, file] {
     action = [flags, prompt, file] {
       if (prompt->count() == 0 && file->count() == 0)

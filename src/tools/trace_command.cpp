@@ -114,7 +114,7 @@ void add_trace_command(CLI::App& app, Action& action) {
       ->check(at_least(0));
   command->add_option("-o,--out", flags->out_path, "trace file to write")
       ->required()
-      ->check(in_existing_directory());
+      ->check(file_to_write());
   command->callback([&action, flags, prompt, file, forced] {
     action = [flags, prompt, file, forced] {
       if (prompt->count() + file->count() + forced->count() == 0)
