@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "model/tensor_data.h"
 #include "model/transformer.h"
 #include "runtime/byte_size.h"
+#include "runtime/cgroup_memory.h"
 
 namespace strata {
 namespace {
@@ -32,19 +34,27 @@ uint64_t proc_status_kib(const char* field) {
 uint64_t current_rss_bytes() { return proc_status_kib("VmRSS") * 1024; }
 uint64_t peak_rss_bytes() { return proc_status_kib("VmHWM") * 1024; }
 
-uint64_t available_memory_bytes() {
+std::optional<uint64_t> available_memory_bytes() {
+  std::optional<uint64_t> available;
   std::ifstream in("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
     in.ignore(1 << 10, '\n');
   }
-  return 0;
+  if (const std::optional<uint64_t> headroom = cgroup_memory_headroom())
+    available = std::min(available.value_or(*headroom), *headroom);
+  return available;
 }
 
-uint64_t automatic_budget_bytes() {
-  return available_memory_bytes() / 10 * 8;  // 80 %: room for everyone else
+std::optional<uint64_t> automatic_budget_bytes() {
+  const std::optional<uint64_t> available = available_memory_bytes();
+  if (!available) return std::nullopt;
+  return *available / 10 * 8;  // 80 %: room for everyone else
 }
 
 MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {

@@ -9,6 +9,7 @@
 #include <strata/status.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,10 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request);
 // Resident set size of this process now and at its peak (VmRSS, VmHWM).
 uint64_t current_rss_bytes();
 uint64_t peak_rss_bytes();
-// The memory this machine has available (MemAvailable; 0 where it cannot be read).
-uint64_t available_memory_bytes();
+// The memory this process can still take: the machine's MemAvailable, or less where a cgroup
+// limit leaves less (see cgroup_memory.h); nullopt where neither can be read.
+std::optional<uint64_t> available_memory_bytes();
 // A safe share of it, for `--mem auto`.
-uint64_t automatic_budget_bytes();
+std::optional<uint64_t> automatic_budget_bytes();
 
 }  // namespace strata

@@ -109,9 +109,11 @@ Result<uint64_t> parse_readahead_budget(std::string_view text) {
 
 Result<uint64_t> parse_memory_budget(std::string_view text) {
   if (text == "auto") {
-    const uint64_t bytes = automatic_budget_bytes();
-    if (bytes == 0) return Status::error("--mem auto: cannot read MemAvailable from /proc/meminfo");
-    return bytes;
+    const std::optional<uint64_t> bytes = automatic_budget_bytes();
+    if (!bytes)
+      return Status::error(
+          "--mem auto: cannot read MemAvailable from /proc/meminfo nor a cgroup memory limit");
+    return *bytes;
   }
   return parse_byte_size(text);
 }
@@ -188,14 +190,12 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   if (!options.next_expert_predictor_path.empty()) {
     // Checked even when every expert is resident, so a wrong file is said at once.
     STRATA_ASSIGN_OR_RETURN(
-        auto predictor,
-        NextExpertPredictor::load(options.next_expert_predictor_path, config.n_layer,
-                                  config.n_embd, config.n_expert));
+        auto predictor, NextExpertPredictor::load(options.next_expert_predictor_path,
+                                                  config.n_layer, config.n_embd, config.n_expert));
     if (streaming) {
       impl->transformer->set_next_expert_predictor(std::move(predictor));
     } else if (!options.quiet) {
-      std::fputs("note: --predictor only matters when experts stream (--mem or --arena)\n",
-                 stderr);
+      std::fputs("note: --predictor only matters when experts stream (--mem or --arena)\n", stderr);
     }
   }
   // A pool with a thread for every core leaves one core to the reads while a decode step has

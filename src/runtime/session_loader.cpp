@@ -54,12 +54,12 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
                      LoadedSession& session) {
   const bool copied = copied_when_resident(*file);
   // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
-  if (const uint64_t available = available_memory_bytes();
-      copied && available > 0 && file->file_size() > available)
+  if (const std::optional<uint64_t> available = available_memory_bytes();
+      copied && available && file->file_size() > *available)
     return Status::errorf(
         "{}: keeping every expert resident needs {} of memory, but {} are available; stream "
         "the experts with --mem auto (or --mem SIZE)",
-        file->name(), format_bytes(file->file_size()), format_bytes(available));
+        file->name(), format_bytes(file->file_size()), format_bytes(*available));
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
   if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
