@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 (libFuzzer, ASan, UBSan) and fuzzes each for
 # SECONDS seconds, starting from its seeds in fuzz/corpus/: the GGUF reader (corpus/gguf) and
-# the expert store's traces and warm-start files (corpus/expert_files). New inputs go to a
+# the expert store's traces and warm-start files (corpus/expert_files), the evaluation's suites
+# and run records (corpus/eval_files). New inputs go to a
 # scratch corpus so the checked-in seeds stay small. Exits non-zero on any crash, leak, timeout
 # or sanitizer report; the input that caused it is saved under the build directory's
 # fuzz-artifacts/.
@@ -24,7 +25,7 @@ build=${STRATA_FUZZ_BUILD:-$root/build-fuzz}
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Release \
   -DSTRATA_BUILD_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
-ninja -C "$build" -j "${STRATA_FUZZ_JOBS:-2}" gguf_reader_fuzz expert_files_fuzz
+ninja -C "$build" -j "${STRATA_FUZZ_JOBS:-2}" gguf_reader_fuzz expert_files_fuzz eval_files_fuzz
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -43,3 +44,4 @@ fuzz() {
 # Inputs up to 32 KiB: room for a real model's header with shortened vocabularies.
 fuzz gguf_reader_fuzz gguf -dict="$root/fuzz/gguf.dict" -max_len=32768 "$@"
 fuzz expert_files_fuzz expert_files -max_len=4096 "$@"
+fuzz eval_files_fuzz eval_files -max_len=4096 "$@"

@@ -59,4 +59,10 @@ std::optional<T> json_field(const nlohmann::json& object, std::string_view key) 
   return member ? json_as<T>(*member) : std::nullopt;
 }
 
+// `text` as a JSON string literal, quoted and with control characters escaped: a value read from
+// a file, fit for a one-line error message.
+inline std::string json_quoted(std::string_view text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace strata

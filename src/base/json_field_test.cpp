@@ -29,5 +29,11 @@ TEST(JsonField, AnythingElseIsNulloptNotAnException) {
   EXPECT_EQ(json_member(nlohmann::json("text"), "s"), nullptr);
 }
 
+TEST(JsonField, QuotedTextIsOneLine) {
+  EXPECT_EQ(json_quoted("code-000"), "\"code-000\"");
+  EXPECT_EQ(json_quoted("a\nb\r\"c"), "\"a\\nb\\r\\\"c\"");
+  EXPECT_EQ(json_quoted("bad \xff byte"), "\"bad \xef\xbf\xbd byte\"");  // U+FFFD, not a throw
+}
+
 }  // namespace
 }  // namespace strata

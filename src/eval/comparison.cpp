@@ -6,7 +6,6 @@
 
 #include "base/json_field.h"
 #include "base/svg_chart.h"
-#include "base/whole_file.h"
 #include "eval/report.h"
 #include "runtime/provenance.h"
 
@@ -15,38 +14,9 @@ namespace {
 
 constexpr const char* kAll = "all";
 
-Result<RunWindow> parse_window(const nlohmann::json& item) {
-  try {
-    return RunWindow{item.at("id"),      item.at("domain"),       item.at("positions"),
-                     item.at("kld_sum"), item.at("cand_nll_sum"), item.at("top1_count")};
-  } catch (const nlohmann::json::exception& e) {
-    return Status::error(e.what());
-  }
-}
-
 std::string label(const RunRecord& r) { return short_label(*json_member(r.json, "candidate")); }
 
 }  // namespace
-
-Result<RunRecord> read_run_record(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
-  RunRecord record{path, nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false), {}};
-  const nlohmann::json& json = record.json;
-  const nlohmann::json* windows = json_member(json, "windows");
-  const nlohmann::json* candidate = json_member(json, "candidate");
-  if (json.is_discarded() || json_field<std::string>(json, "tool") != "strata eval" || !windows ||
-      !windows->is_array() || !candidate || !candidate->is_object())
-    return Status::errorf("{}: not a `strata eval run` record", path);
-  for (const auto& item : *windows) {
-    auto window = parse_window(item);
-    if (!window.ok()) return window.status().with_prefix(path + ": window");
-    if (window.value().positions < 1)
-      return Status::errorf("{}: window {} has no positions", path, window.value().id);
-    record.windows.push_back(std::move(window).value());
-  }
-  if (record.windows.empty()) return Status::errorf("{}: no windows", path);
-  return record;
-}
 
 bool same_reference(const RunRecord& a, const RunRecord& b) {
   // Where a reference's rows were read from does not change them: a model's rows and the same

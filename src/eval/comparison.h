@@ -19,24 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/bootstrap.h"
+#include "eval/run_record.h"
 
 namespace strata::eval {
-
-struct RunWindow {
-  std::string id, domain;
-  int64_t positions = 0;
-  double kld_sum = 0, cand_nll_sum = 0;
-  int64_t top1_count = 0;
-};
-
-struct RunRecord {
-  std::string path;
-  nlohmann::json json;
-  std::vector<RunWindow> windows;
-};
-
-// One line naming the file when it is not a `strata eval run` record.
-Result<RunRecord> read_run_record(const std::string& path);
 
 struct ComparisonGroup {
   std::string name;  // a domain, or "all"

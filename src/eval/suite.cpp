@@ -18,8 +18,6 @@
 namespace strata::eval {
 namespace {
 
-constexpr const char* kFormat = "strata-eval-suite";
-constexpr int kVersion = 1;
 constexpr const char* kChatDomain = "chat";
 constexpr const char* kAssistantTurn = "<|im_start|>assistant";
 
@@ -55,7 +53,8 @@ Result<std::vector<Document>> parse_documents(const std::string& text, const std
                             path, line_number);
     Document doc{json["id"], json["domain"], json["text"]};
     if (!ids.insert(doc.id).second)
-      return Status::errorf("{}:{}: document id '{}' appears twice", path, line_number, doc.id);
+      return Status::errorf("{}:{}: document id {} appears twice", path, line_number,
+                            json_quoted(doc.id));
     documents.push_back(std::move(doc));
   }
   return documents;
@@ -139,75 +138,6 @@ std::string tokens_fnv1a64(std::span<const int32_t> tokens) {
   return fmt::format("{:016x}", hash);
 }
 
-std::string encode_suite(const Suite& suite) {
-  nlohmann::ordered_json windows = nlohmann::ordered_json::array();
-  for (const SuiteWindow& w : suite.windows)
-    windows.push_back({{"id", w.id},
-                       {"domain", w.domain},
-                       {"document", w.document},
-                       {"source", w.source},
-                       {"source_sha256", w.source_sha256},
-                       {"start", w.start},
-                       {"prompt", w.prompt},
-                       {"scored", w.scored},
-                       {"tokens_fnv1a64", w.tokens_fnv1a64}});
-  const nlohmann::ordered_json json = {
-      {"format", kFormat},
-      {"version", kVersion},
-      {"eval_dir", suite.eval_dir},
-      {"tokenizer", {{"path", suite.tokenizer_path}, {"n_tokens", suite.tokenizer_n_tokens}}},
-      {"seed", suite.seed},
-      {"windows_per_domain", suite.windows_per_domain},
-      {"prompt", suite.prompt},
-      {"scored", suite.scored},
-      {"windows", windows}};
-  return json.dump(1) + "\n";
-}
-
-Result<Suite> decode_suite(const std::string& text, const std::string& name) {
-  const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || json_field<std::string>(json, "format") != kFormat)
-    return Status::errorf("{}: not a strata eval suite (JSON with \"format\": \"{}\")", name,
-                          kFormat);
-  if (const nlohmann::json* version = json_member(json, "version");
-      !version || json_as<int>(*version) != kVersion)
-    return Status::errorf("{}: suite version {} (this build reads {})", name,
-                          version ? version->dump() : "missing", kVersion);
-  Suite suite;
-  std::set<std::string> ids;
-  try {
-    suite.eval_dir = json.at("eval_dir").get<std::string>();
-    suite.tokenizer_path = json.at("tokenizer").at("path").get<std::string>();
-    suite.tokenizer_n_tokens = json.at("tokenizer").at("n_tokens").get<int64_t>();
-    suite.seed = json.at("seed").get<uint64_t>();
-    suite.windows_per_domain = json.at("windows_per_domain").get<int64_t>();
-    suite.prompt = json.at("prompt").get<int64_t>();
-    suite.scored = json.at("scored").get<int64_t>();
-    for (const auto& item : json.at("windows")) {
-      SuiteWindow w{item.at("id"),     item.at("domain"),        item.at("document"),
-                    item.at("source"), item.at("source_sha256"), item.at("start"),
-                    item.at("prompt"), item.at("scored"),        item.at("tokens_fnv1a64")};
-      if (w.start < 0 || w.prompt < 1 || w.scored < 1)
-        return Status::errorf("{}: window {}: start must be >= 0, prompt and scored >= 1", name,
-                              w.id);
-      if (!ids.insert(w.id).second)
-        return Status::errorf("{}: window id {} appears twice", name, w.id);
-      if (w.id.find_first_of("/\\") != std::string::npos || w.id.empty() || w.id[0] == '.')
-        return Status::errorf("{}: window id '{}' cannot name a file", name, w.id);
-      suite.windows.push_back(std::move(w));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Status::errorf("{}: malformed suite: {}", name, e.what());
-  }
-  if (suite.windows.empty()) return Status::errorf("{}: the suite has no windows", name);
-  return suite;
-}
-
-Result<Suite> read_suite(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
-  return decode_suite(text, path);
-}
-
 Result<Suite> make_suite(const SuiteSpec& spec, const TextTokenizer& tokenizer,
                          const std::function<void(const std::string&)>& note) {
   if (spec.windows_per_domain < 1 || spec.prompt < 1 || spec.scored < 1)
@@ -285,14 +215,15 @@ Result<std::vector<std::vector<int32_t>>> load_window_tokens(const Suite& suite,
       const auto doc = std::find_if(source.documents.begin(), source.documents.end(),
                                     [&](const Document& d) { return d.id == w.document; });
       if (doc == source.documents.end())
-        return Status::errorf("{}: no document '{}' (suite window {})", path, w.document, w.id);
+        return Status::errorf("{}: no document {} (suite window {})", path, json_quoted(w.document),
+                              w.id);
       tokenized.emplace(key, tokenizer.encode(doc->text));
     }
     const std::vector<int32_t>& tokens = tokenized.at(key);
     if (w.start + w.length() > int64_t(tokens.size()))
       return Status::errorf(
-          "{}: document '{}' has {} tokens; window {} needs {}..{} (another tokenizer than {}?)",
-          path, w.document, tokens.size(), w.id, w.start, w.start + w.length(),
+          "{}: document {} has {} tokens; window {} needs {}..{} (another tokenizer than {}?)",
+          path, json_quoted(w.document), tokens.size(), w.id, w.start, w.start + w.length(),
           suite.tokenizer_path);
     std::vector<int32_t> window(tokens.begin() + w.start, tokens.begin() + w.start + w.length());
     if (!w.tokens_fnv1a64.empty() && tokens_fnv1a64(window) != w.tokens_fnv1a64)

@@ -130,7 +130,10 @@ TEST(Suite, MalformedSuitesAreOneLineNamingTheFile) {
         replace("\"prose-001\"", "\"prose-000\""), replace("\"prose-001\"", "\"../x\""),
         replace("\"prompt\": 6,\n   \"scored\"", "\"prompt\": 0,\n   \"scored\""),
         replace("\"format\": \"strata-eval-suite\"", "\"format\": 5"),
-        replace("\"version\": 1", "\"version\": \"1\""), std::string("[1, 2]")}) {
+        replace("\"version\": 1", "\"version\": \"1\""), std::string("[1, 2]"),
+        replace("\"prose-001\"", "\"prose\\n001\""), replace("\"seed\": 1", "\"seed\": 1e300"),
+        replace("\"start\": ", "\"start\": -1e300, \"x\": "),
+        replace("\"tokenizer\": {", "\"tokenizer\": 1, \"y\": {")}) {
     const auto decoded = decode_suite(bad, "bad-suite.json");
     ASSERT_FALSE(decoded.ok()) << bad;
     EXPECT_EQ(decoded.status().message().rfind("bad-suite.json: ", 0), 0u)
