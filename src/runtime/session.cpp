@@ -115,7 +115,11 @@ Result<uint64_t> parse_memory_budget(std::string_view text) {
           "--mem auto: cannot read MemAvailable from /proc/meminfo nor a cgroup memory limit");
     return *bytes;
   }
-  return parse_byte_size(text);
+  STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, parse_byte_size(text));
+  // 0 stands for "no budget" in SessionOptions; asked for, it would silently lift the bound.
+  if (bytes == 0)
+    return Status::errorf("--mem {}: a budget must be above zero (leave --mem out for none)", text);
+  return bytes;
 }
 
 struct Session::Impl {

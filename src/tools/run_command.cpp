@@ -2,6 +2,8 @@
 // timings go to stderr (and, with --stats FILE, to a JSON file).
 #include <strata/session.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -87,9 +89,16 @@ int run(RunFlags flags) {
   std::fflush(stdout);
   if (!generated.ok()) return report_failure(generated.status());
   const SessionStats& stats = session.stats();
-  std::fprintf(stderr, "prompt %lld tokens, %.1f tok/s | generated %lld tokens, %.2f tok/s\n",
-               static_cast<long long>(stats.prefill_tokens), stats.prefill_tokens_per_s(),
-               static_cast<long long>(stats.decode_tokens), stats.decode_tokens_per_s());
+  // A one-token prompt runs as a decode step, and the last generated token is not fed: the
+  // rates are per forward pass of each shape, the counts what the user gave and got.
+  std::string summary = fmt::format("prompt {} tokens", prompt.size());
+  if (stats.prefill_tokens > 0)
+    summary += fmt::format(", {:.1f} tok/s", stats.prefill_tokens_per_s());
+  summary += fmt::format(" | generated {} tokens", generated.value().size());
+  if (stats.decode_tokens > 0)
+    summary += fmt::format(", decode {:.2f} tok/s over {} steps", stats.decode_tokens_per_s(),
+                           stats.decode_tokens);
+  std::fprintf(stderr, "%s\n", summary.c_str());
   if (flags.session.options.memory_budget > 0 || flags.session.options.arena_share > 0) {
     const ExpertCounters& e = stats.experts;
     std::fprintf(stderr,
