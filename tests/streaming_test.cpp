@@ -47,6 +47,7 @@ struct StreamingSetup {
   int64_t chunk;
   float moce = 0;
   int readahead_layers = 1;
+  int moce_protect = 3;
   int io_depth = 0;                // 0: the engine's default (2 x io_threads)
   int readahead_budget_units = 0;  // per layer; 0: no byte limit
   int readahead_far = 8;           // predictions read for each layer beyond the next
@@ -99,7 +100,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   Transformer transformer(model, *store, pool);
   transformer.set_next_expert_predictor(setup.predictor);
   transformer.set_routing({.moce_bonus = setup.moce,
-                           .moce_protect = 3,
+                           .moce_protect = setup.moce_protect,
                            .readahead = setup.readahead,
                            .readahead_layers = setup.readahead_layers,
                            .readahead_far = setup.readahead_far,
@@ -325,6 +326,15 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
   ASSERT_TRUE(exact_run.ok());
   EXPECT_FALSE(bit_identical(first.value().logits, exact_run.value().logits));
   EXPECT_LT(first.value().stats.misses, exact_run.value().stats.misses);
+  // Protecting every pick (or more: --moce-protect above k) leaves the bonus nothing to choose:
+  // exact routing.
+  for (int protect : {8, 100}) {
+    StreamingSetup all_protected = base;
+    all_protected.moce_protect = protect;
+    const auto run = run_streaming(bundled_model(), tokens, all_protected);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(bit_identical(run.value().logits, exact_run.value().logits)) << protect;
+  }
 }
 
 // Limits on read-ahead, on the trained model's dev_chat at a 25 % arena, top-8 two layers

@@ -260,7 +260,7 @@ void Transformer::route(int layer, int64_t n) {
         scores_[size_t(e)] =
             logits[e] + (experts_.is_resident(layer, int32_t(e)) ? routing_.moce_bonus : 0.0f);
       for (int i = 0; i < protect; ++i) scores_[size_t(picks[i])] = -INFINITY;
-      top_k(scores_.data(), n_expert, k - protect, picks + protect);
+      if (protect < k) top_k(scores_.data(), n_expert, k - protect, picks + protect);
     }
     softmax(logits, n_expert);  // now probabilities
     if (!cache_aware) top_k(logits, n_expert, k, picks);

@@ -231,7 +231,8 @@ void add_reference_flags(CLI::App* command, SessionFlags& flags) {
                       "reference model (default: the candidate's file, exact and resident)");
   command->add_option("--ref-mem", flags.memory_budget, "reference: memory budget");
   command->add_option("--ref-arena", flags.arena_share, "reference: arena share (25%)");
-  command->add_option("--ref-moce", o.moce_bonus, "reference: cache-aware routing bonus");
+  command->add_option("--ref-moce", o.moce_bonus, "reference: cache-aware routing bonus")
+      ->check(real_number("0 or more", [](double v) { return v >= 0; }));
   command->add_option("--ref-moce-protect", o.moce_protect, "reference: exact top picks")
       ->check(at_least(0));
   command->add_option("--ref-readahead", o.readahead, "reference: experts prefetched per layer");

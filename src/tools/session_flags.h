@@ -22,9 +22,10 @@ struct SessionFlags {
 // bench). `readahead_budget` is parsed afterwards with parse_readahead_budget().
 inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
                                 std::string& readahead_budget) {
-  command->add_option(
-      "--moce", options.moce_bonus,
-      "cache-aware routing: bonus on the router logits of resident experts (0: exact)");
+  command
+      ->add_option("--moce", options.moce_bonus,
+                   "cache-aware routing: bonus on the router logits of resident experts (0: exact)")
+      ->check(real_number("0 or more", [](double v) { return v >= 0; }));
   command
       ->add_option("--moce-protect", options.moce_protect,
                    "top picks always taken from the exact router logits")
