@@ -244,7 +244,6 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                            {"generated_tokens", options.generated_tokens},
                            {"cold", options.cold}};
   ThreadPool probe_pool(n_threads);
-  BandwidthProbe probe(probe_pool, kProbeBytes);
   if (!options.prompt_file.empty()) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(options.prompt_file));
     record["prompt_file"] = {{"path", options.prompt_file}, {"sha256", hash}};
@@ -285,7 +284,9 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
         }
         STRATA_ASSIGN_OR_RETURN(const auto prompt,
                                 prompt_tokens(*v.session, text, options.prompt_lengths[p]));
-        const double bandwidth = probe.measure(kProbePasses);
+        // The probe's buffer lives only while it measures: a session's plan (a byte budget
+        // bounds the whole process) and its run must not carry the probe's 1 GiB.
+        const double bandwidth = BandwidthProbe(probe_pool, kProbeBytes).measure(kProbePasses);
         double disk_before = 0, disk_after = 0;
         if (v.reader) {
           STRATA_ASSIGN_OR_RETURN(disk_before, probe_disk(v, options));
