@@ -54,6 +54,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"run -m " + kModel + " -p hi --mem 1M", "the memory budget 1.00 MiB is"},
       {"run -m " + kModel + " -p hi --mem lots", "invalid size 'lots'"},
       {"run -m " + kModel + " -p hi --mem 0", "--mem 0: a budget must be above zero"},
+      {"run -m " + kModel + " -p hi --ctx 10000000000", "--ctx 10000000000: the KV cache needs"},
       {"run -m " + kModel + " -p hi --mem 1G --io carrier-pigeon", "unknown I/O backend"},
       {"run -m " + kModel + " -p hi --io-depth -1",
        "--io-depth: must be a whole number, 0 or more (got '-1')"},

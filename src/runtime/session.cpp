@@ -156,11 +156,16 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
   SessionOptions options = requested;
   if (options.n_threads <= 0)
     options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.n_ctx <= 0) {
-    STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
-    STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
-    options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
-  }
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
+  STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+  if (options.n_ctx <= 0) options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
+  // A budget's plan refuses a KV cache it cannot hold; without one, nothing else would before
+  // the allocation failed (std::bad_alloc) or the kernel killed the process.
+  const uint64_t kv_cache = KvCache::bytes_for(described->config(), options.n_ctx);
+  if (const std::optional<uint64_t> available = available_memory_bytes();
+      options.memory_budget == 0 && available && kv_cache > *available)
+    return Status::errorf("--ctx {}: the KV cache needs {}, but {} are available", options.n_ctx,
+                          format_bytes(kv_cache), format_bytes(*available));
   const bool predictor = !options.next_expert_predictor_path.empty();
   if (options.cache_policy.empty()) options.cache_policy = predictor ? "predicted" : "successor";
   if (options.cache_policy == "predicted" && !predictor)

@@ -1,5 +1,6 @@
 // strata: the command-line front end. Each sub-command lives in its own file (command.h).
 #include <cstdio>
+#include <new>
 
 #include "tools/command.h"
 
@@ -42,5 +43,10 @@ int main(int argc, char** argv) {
     // Like every other bad input: one line, exit code 1.
     return report_failure(strata::Status::error(error.what()));
   }
-  return action();
+  try {
+    return action();
+  } catch (const std::bad_alloc&) {
+    // What the memory plan and the checks before allocating did not foresee.
+    return report_failure(strata::Status::error("out of memory"));
+  }
 }
