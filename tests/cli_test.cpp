@@ -97,6 +97,21 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   EXPECT_EQ(strata(inspect_bad_predictor).out, "");
 }
 
+// "-f -" reads the text from standard input, as a file would be read.
+TEST(Cli, TextFromStandardInput) {
+  const fs::path text = scratch() / "prompt.txt";
+  std::ofstream(text) << "def fibonacci(n):\n    ";
+  for (const std::string& command :
+       {"tokenize -m " + kModel, "run -m " + kModel + " -n 4 --temp 0"}) {
+    const auto from_file = strata(command + " -f " + text.string());
+    const auto piped = strata(command + " -f - < " + text.string());
+    ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+    ASSERT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_FALSE(piped.out.empty());
+    EXPECT_EQ(piped.out, from_file.out) << command;
+  }
+}
+
 std::string fmt_budget(double budget_mib, const fs::path& stats) {
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.0fM", budget_mib);

@@ -9,14 +9,10 @@
 
 namespace strata {
 
-Result<std::string> read_whole_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    return Status::errorf("{}: is a directory", path);
-  }
+namespace {
+
+// Reads `fd` to its end, and closes it unless it is standard input.
+Result<std::string> read_to_end(int fd, const std::string& name) {
   std::string bytes;
   char buffer[1 << 16];
   for (;;) {
@@ -25,13 +21,31 @@ Result<std::string> read_whole_file(const std::string& path) {
     if (n < 0) {
       if (errno == EINTR) continue;
       const int error = errno;
-      ::close(fd);
-      return Status::errorf("{}: cannot read: {}", path, std::strerror(error));
+      if (fd != STDIN_FILENO) ::close(fd);
+      return Status::errorf("{}: cannot read: {}", name, std::strerror(error));
     }
     bytes.append(buffer, size_t(n));
   }
-  ::close(fd);
+  if (fd != STDIN_FILENO) ::close(fd);
   return bytes;
+}
+
+}  // namespace
+
+Result<std::string> read_whole_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) {
+    ::close(fd);
+    return Status::errorf("{}: is a directory", path);
+  }
+  return read_to_end(fd, path);
+}
+
+Result<std::string> read_whole_file_or_stdin(const std::string& path) {
+  if (path == "-") return read_to_end(STDIN_FILENO, "standard input");
+  return read_whole_file(path);
 }
 
 }  // namespace strata

@@ -13,4 +13,7 @@ namespace strata {
 // "PATH: cannot read: <reason>".
 Result<std::string> read_whole_file(const std::string& path);
 
+// The same, or standard input for "-": a prompt or a text piped in (`strata run -f -`).
+Result<std::string> read_whole_file_or_stdin(const std::string& path);
+
 }  // namespace strata

@@ -67,7 +67,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
 
 int run(RunFlags flags) {
   if (!flags.prompt_file.empty()) {
-    auto text = read_whole_file(flags.prompt_file);
+    auto text = read_whole_file_or_stdin(flags.prompt_file);
     if (!text.ok()) return report_failure(text.status());
     flags.prompt = std::move(text).value();
   }
@@ -132,7 +132,8 @@ void add_run_command(CLI::App& app, Action& action) {
   add_session_flags(command, flags->session);
   add_sampling_flags(command, flags->generate);
   auto* prompt = command->add_option("-p,--prompt", flags->prompt, "prompt text");
-  auto* file = command->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
+  auto* file = command->add_option("-f,--file", flags->prompt_file,
+                                   "read the prompt from a file (-: standard input)");
   prompt->excludes(file);
   command->add_option("--stats", flags->stats_path, "write timings as JSON to this file")
       ->check(file_to_write());

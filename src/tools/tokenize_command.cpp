@@ -18,7 +18,7 @@ struct TokenizeFlags {
 int tokenize(const TokenizeFlags& flags) {
   std::string text = flags.prompt;
   if (!flags.file.empty()) {
-    auto read = read_whole_file(flags.file);
+    auto read = read_whole_file_or_stdin(flags.file);
     if (!read.ok()) return report_failure(read.status());
     text = std::move(read).value();
   }
@@ -39,7 +39,8 @@ void add_tokenize_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<TokenizeFlags>();
   command->add_option("-m,--model", flags->model, "GGUF model or vocab-only file")->required();
   auto* prompt = command->add_option("-p,--prompt", flags->prompt, "text");
-  auto* file = command->add_option("-f,--file", flags->file, "read the text from a file");
+  auto* file = command->add_option("-f,--file", flags->file,
+                                   "read the text from a file (-: standard input)");
   prompt->excludes(file);
   command->add_flag("--no-special", flags->no_special, "treat special-token text as plain text");
   command->callback([&action, flags, prompt, file] {

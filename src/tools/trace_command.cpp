@@ -56,7 +56,7 @@ int trace(const TraceFlags& flags) {
   std::string text = flags.prompt;
   for (const std::string* path : {&flags.prompt_file, &flags.teacher_forced_file}) {
     if (path->empty()) continue;
-    const auto read = read_whole_file(*path);
+    const auto read = read_whole_file_or_stdin(*path);
     if (!read.ok()) return report_failure(read.status());
     text = read.value();
   }
@@ -105,7 +105,8 @@ void add_trace_command(CLI::App& app, Action& action) {
   add_session_flags(command, flags->session);
   add_sampling_flags(command, flags->generate);
   auto* prompt = command->add_option("-p,--prompt", flags->prompt, "prompt text");
-  auto* file = command->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
+  auto* file = command->add_option("-f,--file", flags->prompt_file,
+                                   "read the prompt from a file (-: standard input)");
   auto* forced = command->add_option("--teacher-forced", flags->teacher_forced_file,
                                      "feed this text file as one prompt, generate nothing");
   prompt->excludes(file)->excludes(forced);
