@@ -53,13 +53,22 @@ ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
   const bool copied = copied_when_resident(*file);
-  // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
   if (const std::optional<uint64_t> available = available_memory_bytes();
-      copied && available && file->file_size() > *available)
-    return Status::errorf(
-        "{}: keeping every expert resident needs {} of memory, but {} are available; stream "
-        "the experts with --mem auto (or --mem SIZE)",
-        file->name(), format_bytes(file->file_size()), format_bytes(*available));
+      available && file->file_size() > *available) {
+    // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
+    if (copied)
+      return Status::errorf(
+          "{}: keeping every expert resident needs {} of memory, but {} are available; stream "
+          "the experts with --mem auto (or --mem SIZE)",
+          file->name(), format_bytes(file->file_size()), format_bytes(*available));
+    // A mapping works, but its pages are read from disk again at every token.
+    if (!options.quiet)
+      std::fprintf(stderr,
+                   "note: %s (%s) is larger than the %s of memory available: mapped whole, it "
+                   "pages from disk at every token; --mem auto streams its experts instead\n",
+                   file->name().c_str(), format_bytes(file->file_size()).c_str(),
+                   format_bytes(*available).c_str());
+  }
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
   if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
