@@ -112,6 +112,23 @@ TEST(Cli, TextFromStandardInput) {
   }
 }
 
+// A full context ends a continuation, not the program; a chat drops its oldest exchanges.
+TEST(Cli, FullContextStopsTheReplyAndChatsForget) {
+  const auto run = strata("run -m " + kModel + " -p hi --ctx 8 -n 50 --temp 0");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("note: stopped at the end of the context (8 tokens; --ctx)"),
+            std::string::npos)
+      << run.err;
+  const fs::path turns = scratch() / "turns.txt";
+  std::ofstream(turns) << "hello there\nwhat is two plus two\nand three plus three\n"
+                       << std::string(400, 'x') << "\nand four plus four\n";
+  const auto chat = strata("chat -m " + kModel + " --ctx 64 -n 20 --temp 0 < " + turns.string());
+  EXPECT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_NE(chat.err.find("oldest exchange was dropped"), std::string::npos) << chat.err;
+  EXPECT_NE(chat.err.find("-token context (--ctx)"), std::string::npos) << chat.err;
+  EXPECT_EQ(chat.err.find("strata:"), std::string::npos) << chat.err;
+}
+
 std::string fmt_budget(double budget_mib, const fs::path& stats) {
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.0fM", budget_mib);

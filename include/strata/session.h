@@ -30,7 +30,7 @@ struct SessionOptions {
   // rest of the process takes: for experiments and benchmarks that compare arena sizes.
   // Ignored when memory_budget is set.
   double arena_share = 0;
-  bool teacher_forced = false;             // the plan keeps room for the logits of every batch row
+  bool teacher_forced = false;  // the plan keeps room for the logits of every batch row
   // Expert arena replacement policy. Empty: "predicted" with a next-expert predictor, else
   // "successor" (best measured: experts/next_use_policy.h).
   std::string cache_policy;
@@ -160,7 +160,8 @@ class Session {
   // it shares with `prompt` (so a conversation re-sent with one more turn only computes the
   // new turn), the rest is fed, then up to max_tokens tokens are sampled; on_token receives
   // each token and its text as soon as the text is complete UTF-8. Stops after an
-  // end-of-generation token (not passed to on_token). Returns the generated tokens.
+  // end-of-generation token (not passed to on_token), or when the context is full (n_past()
+  // == n_ctx(); a prompt longer than the context is an error). Returns the generated tokens.
   using TokenCallback = std::function<void(int32_t token, std::string_view text)>;
   Result<std::vector<int32_t>> generate(std::span<const int32_t> prompt,
                                         const GenerateOptions& options,

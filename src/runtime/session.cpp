@@ -372,6 +372,8 @@ Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
     generated.push_back(token);
     if (on_token) on_token(token, text.push(impl_->tokenizer().decode_piece(token)));
     if (i + 1 == options.max_tokens) break;
+    // A full context ends the continuation; the token sampled from it is kept.
+    if (int64_t(impl_->context.size()) >= impl_->cache->n_ctx()) break;
     STRATA_RETURN_IF_ERROR(impl_->feed({&token, 1}, nullptr));
   }
   if (on_token) {

@@ -1,9 +1,11 @@
 // strata chat -m MODEL: an interactive conversation in the model's chat format. Each user
 // line is one turn; the reply streams as it is generated. Every turn formats the whole
-// conversation; the session reuses the cached prefix, so only the new turn is computed.
-// An empty line or end of input ends the chat.
+// conversation; the session reuses the cached prefix, so only the new turn is computed. When
+// the conversation outgrows the context, its oldest exchanges are dropped. An empty line or
+// end of input ends the chat.
 #include <strata/session.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -20,6 +22,29 @@ struct ChatFlags {
   std::string system_prompt;
 };
 
+// The conversation's tokens, its oldest exchanges dropped (the system message stays) until a
+// reply has `room` tokens left in the context; what was dropped is said on stderr.
+Result<std::vector<int32_t>> fitted_prompt(const Session& session,
+                                           std::vector<ChatMessage>& conversation, int64_t room) {
+  const size_t first = !conversation.empty() && conversation[0].role == "system" ? 1 : 0;
+  STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, session.chat_prompt(conversation));
+  int dropped = 0;
+  // Messages alternate user, assistant, ..., user: dropping two keeps a user message first.
+  while (int64_t(prompt.size()) + room > session.n_ctx() && conversation.size() - first > 2) {
+    conversation.erase(conversation.begin() + ptrdiff_t(first),
+                       conversation.begin() + ptrdiff_t(first) + 2);
+    ++dropped;
+    STRATA_ASSIGN_OR_RETURN(prompt, session.chat_prompt(conversation));
+  }
+  if (dropped > 0)
+    std::fprintf(stderr,
+                 "note: the conversation outgrew the context (%lld tokens; --ctx): its %d oldest "
+                 "exchange%s dropped\n",
+                 static_cast<long long>(session.n_ctx()), dropped,
+                 dropped == 1 ? " was" : "s were");
+  return prompt;
+}
+
 int chat(const ChatFlags& flags) {
   ChatFlags resolved = flags;
   if (const Status status = resolve_session_flags(resolved.session); !status.ok())
@@ -27,6 +52,8 @@ int chat(const ChatFlags& flags) {
   const auto opened = Session::open(resolved.session.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
+  // Room kept for a reply when old turns must go; a longer reply stops at the context's end.
+  const int64_t reply_room = std::min<int64_t>(flags.generate.max_tokens, session.n_ctx() / 2);
   std::vector<ChatMessage> conversation;
   if (!flags.system_prompt.empty()) conversation.push_back({"system", flags.system_prompt});
   std::string line;
@@ -34,8 +61,15 @@ int chat(const ChatFlags& flags) {
     std::fputs("> ", stderr);
     if (!std::getline(std::cin, line) || line.empty()) break;
     conversation.push_back({"user", line});
-    const auto prompt = session.chat_prompt(conversation);
+    const auto prompt = fitted_prompt(session, conversation, reply_room);
     if (!prompt.ok()) return report_failure(prompt.status());
+    if (int64_t(prompt.value().size()) >= session.n_ctx()) {
+      std::fprintf(stderr, "note: that message takes %lld tokens of a %lld-token context (--ctx)\n",
+                   static_cast<long long>(prompt.value().size()),
+                   static_cast<long long>(session.n_ctx()));
+      conversation.pop_back();
+      continue;
+    }
     std::string reply;
     const auto generated =
         session.generate(prompt.value(), flags.generate, [&reply](int32_t, std::string_view piece) {
@@ -45,6 +79,9 @@ int chat(const ChatFlags& flags) {
         });
     std::fputc('\n', stdout);
     if (!generated.ok()) return report_failure(generated.status());
+    if (int64_t(generated.value().size()) < flags.generate.max_tokens &&
+        session.n_past() >= session.n_ctx())
+      std::fputs("note: the reply stopped at the end of the context (--ctx)\n", stderr);
     conversation.push_back({"assistant", reply});
   }
   if (!resolved.session.options.warm_path.empty()) {

@@ -88,6 +88,10 @@ int run(RunFlags flags) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!generated.ok()) return report_failure(generated.status());
+  if (int64_t(generated.value().size()) < flags.generate.max_tokens &&
+      session.n_past() >= session.n_ctx())
+    std::fprintf(stderr, "note: stopped at the end of the context (%lld tokens; --ctx)\n",
+                 static_cast<long long>(session.n_ctx()));
   const SessionStats& stats = session.stats();
   // A one-token prompt runs as a decode step, and the last generated token is not fed: the
   // rates are per forward pass of each shape, the counts what the user gave and got.
