@@ -192,6 +192,12 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
   impl->transformer =
       std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->pool);
+  // Positions past the trained context rotate by angles the model never saw.
+  if (!options.quiet && config.n_ctx_train > 0 && options.n_ctx > config.n_ctx_train)
+    std::fprintf(stderr,
+                 "note: a context of %lld tokens is longer than the %lld the model was trained "
+                 "on; past that its output may degrade\n",
+                 static_cast<long long>(options.n_ctx), static_cast<long long>(config.n_ctx_train));
   RoutingOptions routing;
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
