@@ -129,6 +129,17 @@ TEST(Cli, FullContextStopsTheReplyAndChatsForget) {
   EXPECT_EQ(chat.err.find("strata:"), std::string::npos) << chat.err;
 }
 
+// --mem auto says how it chose the budget: a share of what this machine, or a cgroup, leaves.
+TEST(Cli, AutomaticBudgetSaysWhereItComesFrom) {
+  const auto inspect = strata("inspect -m " + kModel + " --mem auto");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_TRUE(std::regex_search(
+      inspect.out, std::regex("memory plan for a budget of [0-9.]+ [KMGT]?i?B \\(--mem auto: 80 % "
+                              "of [0-9.]+ [KMGT]?i?B (available on this machine|left below the "
+                              "memory cgroup's limit)\\):")))
+      << inspect.out;
+}
+
 std::string fmt_budget(double budget_mib, const fs::path& stats) {
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.0fM", budget_mib);

@@ -26,6 +26,7 @@ struct SessionOptions {
   // memory-mapped and every expert stays resident. Otherwise dense weights are read into
   // memory, experts stream from the file into an arena of what the budget leaves.
   uint64_t memory_budget = 0;
+  std::string memory_budget_basis;  // how `--mem auto` chose it, printed with the plan
   // Streaming with an arena sized to hold this share (0..1] of all expert units, whatever the
   // rest of the process takes: for experiments and benchmarks that compare arena sizes.
   // Ignored when memory_budget is set.
@@ -64,9 +65,15 @@ struct SessionOptions {
   bool quiet = false;  // no memory plan or progress bar on stderr
 };
 
-// "512M", "4G", "4GiB", "1.5G" (binary units), or "auto": 80 % of the memory this machine has
-// available now.
-Result<uint64_t> parse_memory_budget(std::string_view text);
+// A memory budget and, for "auto", how it was chosen ("--mem auto: 80 % of 2.00 GiB left below
+// the memory cgroup's limit").
+struct MemoryBudget {
+  uint64_t bytes = 0;
+  std::string basis;
+};
+// "512M", "4G", "4GiB", "1.5G" (binary units), or "auto": 80 % of the memory this process can
+// still take (the machine's available memory, or less below a cgroup limit).
+Result<MemoryBudget> parse_memory_budget(std::string_view text);
 // "8M", "64M", ... for --readahead-budget; "0" for no limit.
 Result<uint64_t> parse_readahead_budget(std::string_view text);
 

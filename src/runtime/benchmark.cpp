@@ -74,8 +74,8 @@ struct MemorySetting {
 Result<MemorySetting> parse_memory_setting(const std::string& text) {
   if (text == "none") return MemorySetting{};
   if (text.empty() || text.back() != '%') {
-    STRATA_ASSIGN_OR_RETURN(const uint64_t budget, parse_memory_budget(text));
-    return MemorySetting{budget, 0};
+    STRATA_ASSIGN_OR_RETURN(const MemoryBudget budget, parse_memory_budget(text));
+    return MemorySetting{budget.bytes, 0};
   }
   const double share = std::atof(text.c_str()) / 100.0;
   if (!(share > 0 && share <= 1)) return Status::errorf("bench: bad arena share '{}'", text);

@@ -34,27 +34,22 @@ uint64_t proc_status_kib(const char* field) {
 uint64_t current_rss_bytes() { return proc_status_kib("VmRSS") * 1024; }
 uint64_t peak_rss_bytes() { return proc_status_kib("VmHWM") * 1024; }
 
-std::optional<uint64_t> available_memory_bytes() {
-  std::optional<uint64_t> available;
+std::optional<AvailableMemory> available_memory() {
+  std::optional<AvailableMemory> available;
   std::ifstream in("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
   while (in >> key >> kib) {
     if (key == "MemAvailable:") {
-      available = kib * 1024;
+      available = AvailableMemory{kib * 1024, "available on this machine"};
       break;
     }
     in.ignore(1 << 10, '\n');
   }
-  if (const std::optional<uint64_t> headroom = cgroup_memory_headroom())
-    available = std::min(available.value_or(*headroom), *headroom);
+  if (const std::optional<uint64_t> headroom = cgroup_memory_headroom();
+      headroom && (!available || *headroom < available->bytes))
+    available = AvailableMemory{*headroom, "left below the memory cgroup's limit"};
   return available;
-}
-
-std::optional<uint64_t> automatic_budget_bytes() {
-  const std::optional<uint64_t> available = available_memory_bytes();
-  if (!available) return std::nullopt;
-  return *available / 10 * 8;  // 80 %: room for everyone else
 }
 
 MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
@@ -62,6 +57,7 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
   const gguf::GgufFile& file = model.file();
   MemoryPlan plan;
   plan.budget_bytes = request.budget_bytes;
+  plan.budget_basis = request.budget_basis;
   uint64_t dense_pieces = 0;
   for (const auto& tensor : file.tensors()) dense_pieces += !is_routed_expert_tensor(tensor);
   plan.lines = {
@@ -95,7 +91,8 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
 }
 
 std::string MemoryPlan::to_text() const {
-  std::string text = fmt::format("memory plan for a budget of {}:\n", format_bytes(budget_bytes));
+  std::string text = fmt::format("memory plan for a budget of {}{}:\n", format_bytes(budget_bytes),
+                                 budget_basis.empty() ? "" : " (" + budget_basis + ")");
   for (const auto& line : lines)
     text += fmt::format("  {:<46} {:>12}\n", line.what, format_bytes(line.bytes));
   if (arena_bytes > 0)

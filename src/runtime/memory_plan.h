@@ -19,6 +19,7 @@ namespace strata {
 
 struct MemoryPlanRequest {
   uint64_t budget_bytes = 0;
+  std::string budget_basis;  // how the budget was chosen, when not given (--mem auto)
   int64_t n_ctx = 0;
   int64_t batch = 0;  // largest forward batch (prefill chunk)
   int n_threads = 1;
@@ -34,6 +35,7 @@ struct MemoryPlan {
   };
   std::vector<Line> lines;  // everything but the arena
   uint64_t budget_bytes = 0;
+  std::string budget_basis;
   uint64_t arena_bytes = 0;
   uint64_t minimum_budget_bytes = 0;
   // Set when the budget is below the minimum: one line saying how much more is needed.
@@ -48,9 +50,12 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request);
 uint64_t current_rss_bytes();
 uint64_t peak_rss_bytes();
 // The memory this process can still take: the machine's MemAvailable, or less where a cgroup
-// limit leaves less (see cgroup_memory.h); nullopt where neither can be read.
-std::optional<uint64_t> available_memory_bytes();
-// A safe share of it, for `--mem auto`.
-std::optional<uint64_t> automatic_budget_bytes();
+// limit leaves less (see cgroup_memory.h).
+struct AvailableMemory {
+  uint64_t bytes = 0;
+  std::string source;  // which of the two it is, in words
+};
+// nullopt where neither can be read.
+std::optional<AvailableMemory> available_memory();
 
 }  // namespace strata

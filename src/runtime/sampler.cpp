@@ -19,7 +19,7 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(option
 double Sampler::uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
 
 std::span<const float> Sampler::apply_repeat_penalty(std::span<const float> logits,
-                                                    std::span<const int32_t> recent) {
+                                                     std::span<const int32_t> recent) {
   if (options_.repeat_penalty == 1.0f || options_.repeat_last_n <= 0) return logits;
   const size_t n = std::min(recent.size(), size_t(options_.repeat_last_n));
   penalized_.assign(logits.begin(), logits.end());

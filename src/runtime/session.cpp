@@ -107,19 +107,21 @@ Result<uint64_t> parse_readahead_budget(std::string_view text) {
   return bytes;
 }
 
-Result<uint64_t> parse_memory_budget(std::string_view text) {
+Result<MemoryBudget> parse_memory_budget(std::string_view text) {
   if (text == "auto") {
-    const std::optional<uint64_t> bytes = automatic_budget_bytes();
-    if (!bytes)
+    const std::optional<AvailableMemory> available = available_memory();
+    if (!available)
       return Status::error(
           "--mem auto: cannot read MemAvailable from /proc/meminfo nor a cgroup memory limit");
-    return *bytes;
+    return MemoryBudget{available->bytes / 10 * 8,  // 80 %: room for everyone else
+                        fmt::format("--mem auto: 80 % of {} {}", format_bytes(available->bytes),
+                                    available->source)};
   }
   STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, parse_byte_size(text));
   // 0 stands for "no budget" in SessionOptions; asked for, it would silently lift the bound.
   if (bytes == 0)
     return Status::errorf("--mem {}: a budget must be above zero (leave --mem out for none)", text);
-  return bytes;
+  return MemoryBudget{bytes, ""};
 }
 
 struct Session::Impl {
@@ -162,10 +164,11 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
   // A budget's plan refuses a KV cache it cannot hold; without one, nothing else would before
   // the allocation failed (std::bad_alloc) or the kernel killed the process.
   const uint64_t kv_cache = KvCache::bytes_for(described->config(), options.n_ctx);
-  if (const std::optional<uint64_t> available = available_memory_bytes();
-      options.memory_budget == 0 && available && kv_cache > *available)
-    return Status::errorf("--ctx {}: the KV cache needs {}, but {} are available", options.n_ctx,
-                          format_bytes(kv_cache), format_bytes(*available));
+  if (const std::optional<AvailableMemory> available = available_memory();
+      options.memory_budget == 0 && available && kv_cache > available->bytes)
+    return Status::errorf("--ctx {}: the KV cache needs {}, but {} are {}", options.n_ctx,
+                          format_bytes(kv_cache), format_bytes(available->bytes),
+                          available->source);
   const bool predictor = !options.next_expert_predictor_path.empty();
   if (options.cache_policy.empty()) options.cache_policy = predictor ? "predicted" : "successor";
   if (options.cache_policy == "predicted" && !predictor)

@@ -53,21 +53,22 @@ ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
   const bool copied = copied_when_resident(*file);
-  if (const std::optional<uint64_t> available = available_memory_bytes();
-      available && file->file_size() > *available) {
+  if (const std::optional<AvailableMemory> available = available_memory();
+      available && file->file_size() > available->bytes) {
     // A copy that does not fit would be killed midway by the kernel, not refused by malloc.
     if (copied)
       return Status::errorf(
-          "{}: keeping every expert resident needs {} of memory, but {} are available; stream "
-          "the experts with --mem auto (or --mem SIZE)",
-          file->name(), format_bytes(file->file_size()), format_bytes(*available));
+          "{}: keeping every expert resident needs {} of memory, but {} are {}; stream the "
+          "experts with --mem auto (or --mem SIZE)",
+          file->name(), format_bytes(file->file_size()), format_bytes(available->bytes),
+          available->source);
     // A mapping works, but its pages are read from disk again at every token.
     if (!options.quiet)
       std::fprintf(stderr,
-                   "note: %s (%s) is larger than the %s of memory available: mapped whole, it "
-                   "pages from disk at every token; --mem auto streams its experts instead\n",
+                   "note: %s (%s) is larger than the %s %s: mapped whole, it pages from disk at "
+                   "every token; --mem auto streams its experts instead\n",
                    file->name().c_str(), format_bytes(file->file_size()).c_str(),
-                   format_bytes(*available).c_str());
+                   format_bytes(available->bytes).c_str(), available->source.c_str());
   }
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
@@ -90,6 +91,7 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
                              const FileReader& reader) {
   MemoryPlanRequest request;
   request.budget_bytes = options.memory_budget;
+  request.budget_basis = options.memory_budget_basis;
   request.n_ctx = options.n_ctx;
   request.batch = std::min(options.prefill_chunk, options.n_ctx);
   request.n_threads = options.n_threads;

@@ -95,7 +95,9 @@ inline Status resolve_session_flags(SessionFlags& flags) {
                             parse_readahead_budget(flags.readahead_budget));
   }
   if (flags.memory_budget.empty()) return Status();
-  STRATA_ASSIGN_OR_RETURN(flags.options.memory_budget, parse_memory_budget(flags.memory_budget));
+  STRATA_ASSIGN_OR_RETURN(const MemoryBudget budget, parse_memory_budget(flags.memory_budget));
+  flags.options.memory_budget = budget.bytes;
+  flags.options.memory_budget_basis = budget.basis;
   return Status();
 }
 
