@@ -94,6 +94,12 @@ int fit_predictor(const FitFlags& flags) {
   if (!written.ok()) return report_failure(written);
   std::fprintf(stderr, "%s: fitted on %lld tokens of %zu texts\n", flags.out_path.c_str(),
                static_cast<long long>(total), flags.texts.size());
+  // Fewer samples than inputs leave each map to its regularization alone.
+  if (total < 10 * session.n_embd())
+    std::fprintf(stderr,
+                 "note: %lld tokens is little for maps of %lld inputs; the study fitted "
+                 "strata-tiny-moe on 55,220 (bench/experiments/next_expert_predictor)\n",
+                 static_cast<long long>(total), static_cast<long long>(session.n_embd()));
   return 0;
 }
 
