@@ -1,19 +1,13 @@
 #include "eval/run_record.h"
 
-#include <algorithm>
 #include <optional>
 
 #include "base/json_field.h"
 #include "base/whole_file.h"
+#include "eval/suite.h"
 
 namespace strata::eval {
 namespace {
-
-// A window id came from a suite, which refuses ids that could not name a file.
-bool usable_id(const std::string& id) {
-  return !id.empty() &&
-         std::none_of(id.begin(), id.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
-}
 
 std::optional<RunWindow> parse_window(const nlohmann::json& item) {
   const auto id = json_field<std::string>(item, "id");
@@ -22,7 +16,8 @@ std::optional<RunWindow> parse_window(const nlohmann::json& item) {
   const auto kld_sum = json_field<double>(item, "kld_sum");
   const auto cand_nll_sum = json_field<double>(item, "cand_nll_sum");
   const auto top1_count = json_field<int64_t>(item, "top1_count");
-  if (!id || !usable_id(*id) || !domain || !positions || !kld_sum || !cand_nll_sum || !top1_count)
+  if (!id || !is_window_id(*id) || !domain || !positions || !kld_sum || !cand_nll_sum ||
+      !top1_count)
     return std::nullopt;
   return RunWindow{*id, *domain, *positions, *kld_sum, *cand_nll_sum, *top1_count};
 }

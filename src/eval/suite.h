@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata::eval {
@@ -56,6 +57,10 @@ struct Suite {
   int64_t windows_per_domain = 0, prompt = 0, scored = 0;
   std::vector<SuiteWindow> windows;
 };
+
+// A window id names the window's files in a reference directory and appears in messages: not
+// empty, no path separators, no leading dot, no control characters.
+bool is_window_id(std::string_view id);
 
 std::string encode_suite(const Suite& suite);  // JSON text, as above
 // Any text: a valid suite, or one error line naming `name` and the first problem.

@@ -19,12 +19,6 @@ namespace {
 constexpr const char* kFormat = "strata-eval-suite";
 constexpr int kVersion = 1;
 
-// A window id names the window's files in a reference directory and appears in messages.
-bool usable_id(const std::string& id) {
-  return !id.empty() && id[0] != '.' && id.find_first_of("/\\") == std::string::npos &&
-         std::none_of(id.begin(), id.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
-}
-
 // The first field of `object` that is missing or of another type, in order, as "name" or
 // "parent.name"; empty when all are there.
 class FieldReader {
@@ -65,7 +59,7 @@ Result<SuiteWindow> decode_window(const nlohmann::json& item, size_t index,
   if (!fields.first_bad().empty())
     return Status::errorf("{}: malformed suite: {} is missing or of another type", name,
                           fields.first_bad());
-  if (!usable_id(w.id))
+  if (!is_window_id(w.id))
     return Status::errorf("{}: window {}: id {} cannot name a file", name, index,
                           json_quoted(w.id));
   if (w.start < 0 || w.prompt < 1 || w.scored < 1)
@@ -74,6 +68,11 @@ Result<SuiteWindow> decode_window(const nlohmann::json& item, size_t index,
 }
 
 }  // namespace
+
+bool is_window_id(std::string_view id) {
+  return !id.empty() && id[0] != '.' && id.find_first_of("/\\") == std::string_view::npos &&
+         std::none_of(id.begin(), id.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
 
 std::string encode_suite(const Suite& suite) {
   nlohmann::ordered_json windows = nlohmann::ordered_json::array();
