@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/kernel_stat_file.h"
 #include "base/whole_file.h"
 
 namespace strata {
@@ -82,20 +83,6 @@ std::optional<uint64_t> read_number(const std::string& path) {
   return value;
 }
 
-// A field of memory.stat ("inactive_file 12345" lines); 0 where it is missing.
-uint64_t stat_field(const std::string& path, const std::string& field) {
-  const Result<std::string> text = read_whole_file(path);
-  if (!text.ok()) return 0;
-  for (const std::string& line : split(*text, '\n')) {
-    if (line.rfind(field + " ", 0) != 0) continue;
-    uint64_t value = 0;
-    const char* begin = line.data() + field.size() + 1;
-    std::from_chars(begin, line.data() + line.size(), value);
-    return value;
-  }
-  return 0;
-}
-
 // One cgroup's headroom: nullopt where it has no limit or its files cannot be read.
 std::optional<uint64_t> headroom_of(const std::string& dir, bool v1) {
   // cgroup v1 writes "no limit" as the largest page-aligned signed 64-bit number.
@@ -105,9 +92,10 @@ std::optional<uint64_t> headroom_of(const std::string& dir, bool v1) {
   const std::optional<uint64_t> usage =
       read_number(dir + (v1 ? "/memory.usage_in_bytes" : "/memory.current"));
   if (!limit || *limit >= kUnlimitedFrom || !usage) return std::nullopt;
+  const std::string stat = dir + "/memory.stat";
   uint64_t inactive =
-      stat_field(dir + "/memory.stat", v1 ? "total_inactive_file" : "inactive_file");
-  if (v1 && inactive == 0) inactive = stat_field(dir + "/memory.stat", "inactive_file");
+      kernel_stat_field(stat, v1 ? "total_inactive_file" : "inactive_file").value_or(0);
+  if (v1 && inactive == 0) inactive = kernel_stat_field(stat, "inactive_file").value_or(0);
   const uint64_t working_set = *usage - std::min(*usage, inactive);
   return *limit > working_set ? *limit - working_set : 0;
 }

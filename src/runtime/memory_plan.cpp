@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 
+#include "base/kernel_stat_file.h"
 #include "experts/expert_arena.h"
 #include "model/kv_cache.h"
 #include "model/tensor_data.h"
@@ -20,32 +20,19 @@ namespace {
 // bookkeeping): 32 MiB plus 2 % of the budget.
 uint64_t margin_bytes(uint64_t budget) { return (32ull << 20) + budget / 50; }
 
-uint64_t proc_status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string prefix = std::string(field) + ":";
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size()));
-  return 0;
-}
-
 }  // namespace
 
-uint64_t current_rss_bytes() { return proc_status_kib("VmRSS") * 1024; }
-uint64_t peak_rss_bytes() { return proc_status_kib("VmHWM") * 1024; }
+uint64_t current_rss_bytes() {
+  return kernel_stat_field("/proc/self/status", "VmRSS").value_or(0) * 1024;
+}
+uint64_t peak_rss_bytes() {
+  return kernel_stat_field("/proc/self/status", "VmHWM").value_or(0) * 1024;
+}
 
 std::optional<AvailableMemory> available_memory() {
   std::optional<AvailableMemory> available;
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") {
-      available = AvailableMemory{kib * 1024, "available on this machine"};
-      break;
-    }
-    in.ignore(1 << 10, '\n');
-  }
+  if (const std::optional<uint64_t> kib = kernel_stat_field("/proc/meminfo", "MemAvailable"))
+    available = AvailableMemory{*kib * 1024, "available on this machine"};
   if (const std::optional<uint64_t> headroom = cgroup_memory_headroom();
       headroom && (!available || *headroom < available->bytes))
     available = AvailableMemory{*headroom, "left below the memory cgroup's limit"};
