@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """Writes the seed corpus for eval_files_fuzz into fuzz/corpus/eval_files/.
 
-Each seed is one selector byte (0: evaluation suite, 1: `strata eval run` record) and a file:
-a valid suite and record, and near-valid ones broken in one way each. Written with json,
+Each seed is one selector byte (0: evaluation suite, 1: `strata eval run` record, 2: reference
+manifest, 3: top-K rows, 4: full rows) and a file; rows have three shape bytes before the file
+(scored = b1 % 4, then for top-K rows top_k = 1 + b3 % 4 and n_vocab = top_k + b2 % 3, for full
+rows fed = scored + b2 % 3 and n_vocab = 1 + b3 % 4, as fuzz/eval_files_fuzz.cpp reads them).
+Valid files, and near-valid ones broken in one way each. Written with json and struct,
 independently of Strata's writers; the suite's fields as in src/eval/suite.h, the record's as
-src/eval/run_record.cpp reads them. Usage: fuzz/make_eval_files_corpus.py (overwrites the seeds).
+src/eval/run_record.cpp reads them, the reference's as src/eval/reference_logits.h describes
+them. Usage: fuzz/make_eval_files_corpus.py (overwrites the seeds).
 """
 import json
+import math
 import os
+import struct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "fuzz", "corpus", "eval_files")
-SUITE, RECORD = b"\x00", b"\x01"
+SUITE, RECORD, MANIFEST, TOP_K, FULL = b"\x00", b"\x01", b"\x02", b"\x03", b"\x04"
 
 
 def window(**fields):
@@ -47,6 +53,35 @@ def record(windows=None, **fields):
     return RECORD + json.dumps({k: v for k, v in doc.items() if v is not None}).encode()
 
 
+def manifest(windows=None, **fields):
+    """Checked against the fuzz target's suite: code-000 and code-001, 16 scored tokens each."""
+    doc = {"format": "strata-eval-reference", "version": 1, "n_vocab": 1000, "top_k": 0,
+           "reference": {"model": "r.gguf", "sha256": "cd" * 32},
+           "windows": windows if windows is not None else [
+               {"id": "code-000", "tokens_fnv1a64": "0123456789abcdef", "scored": 16},
+               {"id": "code-001", "tokens_fnv1a64": "fedcba9876543210", "scored": 16}]}
+    doc.update(fields)
+    return MANIFEST + json.dumps({k: v for k, v in doc.items() if v is not None}).encode()
+
+
+def top_k_rows(rows):
+    """Two rows of top-3 over a vocabulary of 5: shape bytes (2, 2, 2)."""
+    data = b""
+    for next_log_prob, entries in rows:
+        data += struct.pack("<f", next_log_prob)
+        for token, log_prob in entries:
+            data += struct.pack("<if", token, log_prob)
+    return TOP_K + bytes([2, 2, 2]) + data
+
+
+GOOD_ROW = (-1.0, [(4, -0.1), (2, -2.5), (0, -3.0)])
+
+
+def full_rows(values):
+    """A dump of 3 fed rows of 4 logits, 2 of them scored: shape bytes (2, 1, 3)."""
+    return FULL + bytes([2, 1, 3]) + struct.pack(f"<{len(values)}f", *values)
+
+
 SEEDS = {
     "suite": suite(),
     "bad_suite_version": suite(version=2),
@@ -66,6 +101,28 @@ SEEDS = {
     "bad_record_window_missing_kld": record(windows=[run_window(kld_sum=None)]),
     "bad_record_windows_object": record(windows={"code-000": run_window()}),
     "bad_record_id_with_newline": record(windows=[run_window(id="a\nb", positions=0)]),
+    "manifest": manifest(),
+    "manifest_top_k": manifest(top_k=20),
+    "bad_manifest_format": manifest(format="strata-eval-suite"),
+    "bad_manifest_vocab": manifest(n_vocab=999),
+    "bad_manifest_top_k_float": manifest(top_k=1e300),
+    "bad_manifest_window_missing": manifest(windows=[
+        {"id": "code-000", "tokens_fnv1a64": "0123456789abcdef", "scored": 16}]),
+    "bad_manifest_window_tokens": manifest(windows=[
+        {"id": "code-000", "tokens_fnv1a64": "0000000000000000", "scored": 16},
+        {"id": "code-001", "tokens_fnv1a64": "fedcba9876543210", "scored": 16}]),
+    "top_k_rows": top_k_rows([GOOD_ROW, (-0.5, [(1, -0.5), (3, -1.0), (4, -1.0)])]),
+    "bad_top_k_next_nan": top_k_rows([GOOD_ROW, (math.nan, GOOD_ROW[1])]),
+    "bad_top_k_unsorted": top_k_rows([GOOD_ROW, (-1.0, [(4, -2.5), (2, -0.1), (0, -3.0)])]),
+    "bad_top_k_token_twice": top_k_rows([GOOD_ROW, (-1.0, [(4, -0.1), (2, -2.5), (4, -3.0)])]),
+    "bad_top_k_id_past_vocab": top_k_rows([GOOD_ROW, (-1.0, [(5, -0.1), (2, -2.5), (0, -3.0)])]),
+    "bad_top_k_short": top_k_rows([GOOD_ROW])[:-4],
+    "full_rows": full_rows([float(i) / 4 for i in range(12)]),
+    "full_rows_scored_only": FULL + bytes([2, 1, 3]) + struct.pack("<8f", *range(8)),
+    "bad_full_rows_inf": full_rows([0.0] * 6 + [math.inf] + [0.0] * 5),
+    "bad_full_rows_size": full_rows([0.0] * 10),
+    # No scored rows: an empty buffer, which once reached memcpy as a null pointer (UBSan).
+    "full_rows_none_scored": FULL + bytes([0, 0, 0]),
 }
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 (libFuzzer, ASan, UBSan) and fuzzes each for
 # SECONDS seconds, starting from its seeds in fuzz/corpus/: the GGUF reader (corpus/gguf) and
-# the expert store's traces and warm-start files (corpus/expert_files), the evaluation's suites
-# and run records (corpus/eval_files). New inputs go to a
-# scratch corpus so the checked-in seeds stay small. Exits non-zero on any crash, leak, timeout
+# the expert store's traces and warm-start files (corpus/expert_files), the evaluation's suites,
+# run records and reference files (corpus/eval_files). New inputs go to a scratch corpus so the
+# checked-in seeds stay small. Exits non-zero on any crash, leak, timeout
 # or sanitizer report; the input that caused it is saved under the build directory's
 # fuzz-artifacts/.
 #
