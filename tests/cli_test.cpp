@@ -61,6 +61,8 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"bench -m " + kModel + " --io-threads 0", "--io-threads: must be a whole number, 1 or more"},
       {"run -m " + kModel + " -p hi --temp nan", "--temp: must be a number 0 or more (got 'nan')"},
       {"run -m " + kModel + " -p hi --top-p 2", "--top-p: must be a number in (0, 1] (got '2')"},
+      {"run -m " + kModel + " -p hi --arena 25% --readahead 1000",
+       "--readahead 1000: the model has "},
       {"run -m " + kModel + " -p hi --arena 25% --moce nan",
        "--moce: must be a number 0 or more (got 'nan')"},
       {"run -m " + kModel + " -p hi --repeat-penalty 0",

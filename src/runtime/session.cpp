@@ -161,6 +161,10 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   if (options.n_ctx <= 0) options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
+  // More than a layer's experts would only evict what the arena holds for nothing.
+  if (options.readahead > described->config().n_expert)
+    return Status::errorf("--readahead {}: the model has {} experts per layer", options.readahead,
+                          described->config().n_expert);
   // A budget's plan refuses a KV cache it cannot hold; without one, nothing else would before
   // the allocation failed (std::bad_alloc) or the kernel killed the process.
   const uint64_t kv_cache = KvCache::bytes_for(described->config(), options.n_ctx);
