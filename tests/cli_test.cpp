@@ -193,21 +193,36 @@ TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
 }
 
 // bench writes its JSON record and a chart of decode against its bound, one bar group per
-// variant and prompt length.
+// variant and prompt length; a streaming variant also probes the disk with the store's own
+// reads.
 TEST(Cli, BenchWritesRecordAndChart) {
   const fs::path json_path = scratch() / "bench.json", svg_path = scratch() / "bench.svg";
-  const auto outcome = strata("bench -m " + kModel + " --prompt-tokens 16 -n 4 -r 3 -o " +
-                              json_path.string() + " --plot " + svg_path.string());
+  const auto outcome =
+      strata("bench -m " + kModel + " --mem none 25% --prompt-tokens 16 -n 4 -r 3 -o " +
+             json_path.string() + " --plot " + svg_path.string());
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   std::ifstream json_in(json_path);
   const auto json = nlohmann::json::parse(json_in);
-  ASSERT_EQ(json.at("results").size(), 1u);
-  const double share = json.at("results")[0].at("decode_fraction_of_bound").at("median");
-  EXPECT_GT(share, 0.0);
+  ASSERT_EQ(json.at("results").size(), 2u);
+  const auto& resident = json.at("results")[0];
+  EXPECT_GT(resident.at("decode_fraction_of_bound").at("median").get<double>(), 0.0);
+  EXPECT_TRUE(resident.at("unit_read_pattern").is_null());
+  // The bundled model's units are three slices of about 14 KB, read 4 units (12 reads) at a
+  // time through io_uring, or one per reader thread (2) through pread.
+  const auto& streaming = json.at("results")[1];
+  const auto& pattern = streaming.at("unit_read_pattern");
+  EXPECT_GE(pattern.at("read_bytes").get<int64_t>(), 13 << 10);
+  EXPECT_LE(pattern.at("read_bytes").get<int64_t>(), 16 << 10);
+  const int in_flight = pattern.at("in_flight");
+  EXPECT_TRUE(in_flight == 12 || in_flight == 2) << in_flight;
+  EXPECT_GT(streaming.at("disk_unit_read_mb_s").at("median").get<double>(), 0.0);
+  EXPECT_GT(streaming.at("decode_fraction_of_unit_bound").at("median").get<double>(), 0.0);
+  EXPECT_NE(outcome.out.find("| of unit-read bound |"), std::string::npos) << outcome.out;
   std::ifstream svg_in(svg_path);
   const std::string svg{std::istreambuf_iterator<char>(svg_in), {}};
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find(">none / 16<"), std::string::npos);
+  EXPECT_NE(svg.find(">25% / 16<"), std::string::npos);
   EXPECT_NE(svg.find("decode ÷ bound"), std::string::npos);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -127,6 +128,14 @@ struct ChatMessage {
   std::string content;
 };
 
+// How a streaming session reads experts from the model file: its largest single read and how
+// many reads it keeps in flight (io_uring: the units it reads at once times the reads of a
+// unit; pread: one per reader thread). `strata bench` probes the disk with this pattern too.
+struct ExpertReadPattern {
+  uint64_t read_bytes = 0;
+  int in_flight = 0;
+};
+
 // A memory plan for a budget, as open() would make it (its first line is measured in the
 // calling process).
 struct MemoryPlanSummary {
@@ -211,6 +220,8 @@ class Session {
   // KV-cache bytes attention reads per position of context in a decode step (keys and values
   // of every layer).
   uint64_t kv_cache_bytes_per_position() const;
+  // How experts are read; nullopt when every expert is resident.
+  const std::optional<ExpertReadPattern>& expert_read_pattern() const;
   int n_threads() const;
 
  private:

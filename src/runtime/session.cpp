@@ -404,6 +404,10 @@ uint64_t Session::kv_cache_bytes_per_position() const {
   return KvCache::bytes_per_position(impl_->model().config());
 }
 
+const std::optional<ExpertReadPattern>& Session::expert_read_pattern() const {
+  return impl_->loaded.read_pattern;
+}
+
 int Session::n_threads() const { return impl_->pool->size(); }
 int Session::n_layers() const { return int(impl_->model().config().n_layer); }
 int Session::n_experts() const { return int(impl_->model().config().n_expert); }

@@ -35,6 +35,19 @@ int default_io_depth(const ExpertLayout& experts, int io_threads, size_t alignme
   return std::max(1, 6 * io_threads / experts.most_reads_per_unit(alignment));
 }
 
+// The largest read the store issues for a unit: the unit's span where it is read as one range,
+// else its largest slice, widened to the reader's alignment (ExpertArena::reads_for).
+uint64_t largest_unit_read(const ExpertLayout& layout, size_t alignment) {
+  uint64_t largest = 0;
+  for (const LayerExpertLayout& l : layout.layers) {
+    const size_t span = l.contiguous_unit_span(alignment);
+    const size_t read =
+        span > 0 ? span : std::max({l.gate.expert_bytes, l.up.expert_bytes, l.down.expert_bytes});
+    largest = std::max<uint64_t>(largest, (read + alignment - 1) / alignment * alignment);
+  }
+  return largest;
+}
+
 // What the arena does to the Q4_0 rows it reads, for the store's description.
 struct ExpertRowOrder {
   bool grouped_in_file = false, grouped_after_read = false, ungrouped_after_read = false;
@@ -168,6 +181,11 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
         split_reads && rows.grouped_after_read ? " and " : "",
         rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
   const ExpertArena& arena = store->arena();
+  session.read_pattern =
+      ExpertReadPattern{.read_bytes = largest_unit_read(layout, reader->alignment()),
+                        .in_flight = store->io_backend() == IoBackend::kUring
+                                         ? store_options.io_depth * reads_per_unit
+                                         : options.io_threads};
   session.store = fmt::format(
       "experts streamed into a {} arena of {} slots ({} of {} units, {} "
       "policy, {} I/O threads, {} ({} in flight, {} a unit){}{})",

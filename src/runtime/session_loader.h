@@ -20,8 +20,9 @@ struct LoadedSession {
   std::shared_ptr<const Model> model;
   std::optional<runtime::Tokenizer> tokenizer;
   std::unique_ptr<ExpertStore> experts;
-  std::string memory_plan;  // empty without a budget
-  std::string store;        // how experts are kept, for describe()
+  std::string memory_plan;                        // empty without a budget
+  std::string store;                              // how experts are kept, for describe()
+  std::optional<ExpertReadPattern> read_pattern;  // when experts stream
 };
 
 // REQUIRES: options.n_threads and options.n_ctx resolved (> 0).
