@@ -207,6 +207,7 @@ TEST(Cli, BenchWritesRecordAndChart) {
   const auto& resident = json.at("results")[0];
   EXPECT_GT(resident.at("decode_fraction_of_bound").at("median").get<double>(), 0.0);
   EXPECT_TRUE(resident.at("unit_read_pattern").is_null());
+  EXPECT_TRUE(resident.at("decode_fraction_of_unit_bound").is_null());
   // The bundled model's units are three slices of about 14 KB, read 4 units (12 reads) at a
   // time through io_uring, or one per reader thread (2) through pread.
   const auto& streaming = json.at("results")[1];

@@ -388,18 +388,16 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       auto memory_bound = [&](const Run& r) {
         return r.memory_bandwidth / (weight_bytes + kv_bytes(r));
       };
-      auto disk_bound = [&](const Run& r) {
+      // Missed bytes at `rate` bytes/s.
+      auto disk_bound_at = [&](const Run& r, double rate) {
         const double missed_bytes = per_token(r, double(r.decode.missed_bytes));
-        return missed_bytes > 0 ? r.disk_bandwidth / missed_bytes
-                                : std::numeric_limits<double>::infinity();
+        return missed_bytes > 0 ? rate / missed_bytes : std::numeric_limits<double>::infinity();
       };
+      auto disk_bound = [&](const Run& r) { return disk_bound_at(r, r.disk_bandwidth); };
       auto bound = [&](const Run& r) { return std::min(memory_bound(r), disk_bound(r)); };
       // The same with the disk's rate for the store's own reads: a diagnostic beside the bound.
       auto unit_bound = [&](const Run& r) {
-        const double missed_bytes = per_token(r, double(r.decode.missed_bytes));
-        return std::min(memory_bound(r), missed_bytes > 0
-                                             ? r.unit_disk_bandwidth / missed_bytes
-                                             : std::numeric_limits<double>::infinity());
+        return std::min(memory_bound(r), disk_bound_at(r, r.unit_disk_bandwidth));
       };
       const bool disk_bounded =
           summarize_runs(runs, disk_bound).median < summarize_runs(runs, memory_bound).median;
@@ -451,10 +449,13 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                                                           {"in_flight", pattern->in_flight}}
                                          : nlohmann::json(nullptr)},
            {"disk_unit_read_mb_s",
-            summary_json(
-                summarize_runs(runs, [](const Run& r) { return r.unit_disk_bandwidth / 1e6; }))},
-           {"unit_bound_tokens_per_s", summary_json(summarize_runs(runs, unit_bound))},
-           {"decode_fraction_of_unit_bound", summary_json(unit_fraction)}});
+            pattern ? summary_json(summarize_runs(
+                          runs, [](const Run& r) { return r.unit_disk_bandwidth / 1e6; }))
+                    : nlohmann::json(nullptr)},
+           {"unit_bound_tokens_per_s",
+            pattern ? summary_json(summarize_runs(runs, unit_bound)) : nlohmann::json(nullptr)},
+           {"decode_fraction_of_unit_bound",
+            pattern ? summary_json(unit_fraction) : nlohmann::json(nullptr)}});
       chart.categories.push_back(fmt::format(
           "{}{} / {}", one_model ? "" : std::filesystem::path(v.path).stem().string() + " ",
           v.budget_text, options.prompt_lengths[p]));
