@@ -80,7 +80,9 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
        "n_layer and n_expert must be integers"},
       {inspect_bad_predictor, bad_predictor.string() + ": not a GGUF file"},
       {"run -m " + kModel + " -p hi --arena 50% --warm " + scratch().string(),
-       scratch().string() + ": is a directory"},
+       "--warm: " + scratch().string() + ": is a directory"},
+      {"run -m " + kModel + " -p hi --arena 50% --warm /nonexistent/dir/usage.json",
+       "--warm: /nonexistent/dir: no such directory"},
       {"logits -m " + kModel + " --tokens " + scratch().string() + " --out /dev/null",
        scratch().string() + ": is a directory"},
       {"run -m " + kModel + " -p hi --stats " + scratch().string(),
@@ -88,6 +90,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   };
   // Refused before the run: nothing was generated.
   EXPECT_EQ(strata("run -m " + kModel + " -p hi --stats " + scratch().string()).out, "");
+  EXPECT_EQ(strata("run -m " + kModel + " -p hi --warm /nonexistent/dir/usage.json").out, "");
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = strata(arguments);
     EXPECT_EQ(outcome.exit_code, 1) << arguments;
