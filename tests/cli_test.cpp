@@ -145,6 +145,23 @@ TEST(Cli, AutomaticBudgetSaysWhereItComesFrom) {
       << inspect.out;
 }
 
+// inspect shows the plan of a budget run would refuse, and fails as run does: a script can ask
+// it whether a budget is enough.
+TEST(Cli, InspectFailsForABudgetRunRefuses) {
+  // The plan's runtime line is measured in each process, so the two differ in the figures.
+  const std::regex refusal(
+      "^strata: .*: the memory budget 40.00 MiB is [0-9.]+ MiB short: this model needs at least "
+      "[0-9.]+ MiB \\(.*\\)$");
+  const auto small = strata("inspect -m " + kModel + " --mem 40M");
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_NE(small.out.find("smallest budget that works"), std::string::npos) << small.out;
+  EXPECT_TRUE(std::regex_match(last_line(small.err), refusal)) << small.err;
+  const auto run = strata("run -m " + kModel + " -p hi --mem 40M");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(std::regex_match(last_line(run.err), refusal)) << run.err;
+  EXPECT_EQ(strata("inspect -m " + kModel + " --mem 200M").exit_code, 0);
+}
+
 std::string fmt_budget(double budget_mib, const fs::path& stats) {
   char budget[32];
   std::snprintf(budget, sizeof(budget), "%.0fM", budget_mib);

@@ -143,6 +143,7 @@ struct MemoryPlanSummary {
   uint64_t minimum_budget = 0;     // the smallest budget open() accepts
   uint64_t arena_bytes = 0;        // what is left for experts (0 when below the minimum)
   uint64_t expert_slot_bytes = 0;  // an arena holding every expert unit
+  Status shortfall;                // why open() would refuse this budget; ok when it fits
 };
 
 class Session {

@@ -216,7 +216,7 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
   const ExpertLayout& layout = described->weights().experts;
   const uint64_t all_slots = ExpertArena::all_units_bytes(layout, reader->alignment());
   return MemoryPlanSummary{plan.to_text(), plan.minimum_budget_bytes,
-                           plan.shortfall.ok() ? plan.arena_bytes : 0, all_slots};
+                           plan.shortfall.ok() ? plan.arena_bytes : 0, all_slots, plan.shortfall};
 }
 
 Result<LoadedSession> load_session(const SessionOptions& options) {

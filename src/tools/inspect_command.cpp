@@ -31,9 +31,9 @@ int inspect(InspectFlags flags) {
   if (!plan.ok()) return report_failure(plan.status());
   std::fputs(report.value().c_str(), stdout);
   std::fputs(plan.value().text.c_str(), stdout);
-  if (plan.value().arena_bytes == 0)
-    std::printf("over budget: a session needs at least %.1f MiB\n",
-                double(plan.value().minimum_budget) / 1048576);
+  // A budget that run would refuse fails here too, with run's message, so that a script can
+  // ask inspect whether a budget is enough.
+  if (!plan.value().shortfall.ok()) return report_failure(plan.value().shortfall);
   return 0;
 }
 
