@@ -1,8 +1,8 @@
-// strata cachesim --trace TRACE [--trace ...] --sizes 5%,10%,25% --policies lru,lfu,arc,min:
+// strata cachesim --trace TRACE [--trace ...] --sizes 5%,10%,25% --policies lru,successor:
 // replays expert traces (`strata trace`) through an expert cache of each size under each
 // replacement policy (experts/cache_simulator.h) and reports the hit rates, each also as a
 // fraction of the hits of Belady's MIN (the optimum, which needs the future; always replayed).
-// Markdown to stdout (or --out), and optionally JSON (--json) and an SVG plot of hit rate
+// Markdown to stdout (or -o), and optionally JSON (--json) and an SVG plot of hit rate
 // against arena size (--plot).
 //
 // Every trace is replayed from an empty cache; rates over several traces pool their accesses.
@@ -25,7 +25,8 @@ namespace {
 struct CachesimFlags {
   std::vector<std::string> traces;
   std::string sizes = "5%,10%,25%,50%,75%";
-  std::string policies = "lru,lfu,arc,min";
+  // Every policy the arena can run, the default among them, so a plain run compares them all.
+  std::string policies = fmt::format("{}", fmt::join(replayable_policies(), ","));
   bool scan_prompt = false;
   uint64_t prefill_chunk = 0;
   uint32_t readahead = 0;
@@ -331,7 +332,7 @@ void add_cachesim_command(CLI::App& app, Action& action) {
   command->add_option("--readahead", flags->readahead,
                       "insert each token's top N predictions for the next layer (traces "
                       "recorded with predictions)");
-  command->add_option("--out", flags->out_path, "write the Markdown report here, not to stdout")
+  command->add_option("-o,--out", flags->out_path, "write the Markdown report here, not to stdout")
       ->check(file_to_write());
   command->add_option("--json", flags->json_path, "write the results as JSON")
       ->check(file_to_write());
