@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <regex>
 #include <span>
 #include <thread>
 
@@ -80,16 +79,24 @@ nlohmann::json machine_description() {
           {"simd", simd_kernels_name()}};
 }
 
+// Only variables that change how this process runs: Strata's own, the C library's allocator and
+// loader, threading and CUDA runtimes. Results are committed and shared, and a deny-list of
+// secret-looking names would still let through whatever a name does not give away.
+bool affects_the_run(std::string_view name) {
+  static constexpr std::string_view kPrefixes[] = {"STRATA_", "MALLOC_", "GLIBC_TUNABLES", "LD_",
+                                                   "OMP_",    "GOMP_",   "CUDA_",          "NCCL_"};
+  for (std::string_view prefix : kPrefixes)
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
 nlohmann::json environment_description() {
-  static const std::regex secret("KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", std::regex::icase);
   nlohmann::json env = nlohmann::json::object();
   for (char** entry = environ; *entry; ++entry) {
-    const std::string text = *entry;
+    const std::string_view text = *entry;
     const size_t equals = text.find('=');
-    if (equals == std::string::npos) continue;
-    const std::string name = text.substr(0, equals);
-    if (std::regex_search(name, secret)) continue;
-    env[name] = text.substr(equals + 1);
+    if (equals == std::string_view::npos || !affects_the_run(text.substr(0, equals))) continue;
+    env[std::string(text.substr(0, equals))] = std::string(text.substr(equals + 1));
   }
   return env;
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata {
@@ -19,9 +20,11 @@ Result<std::string> sha256_file(const std::string& path);
 // digest of their concatenation). Opening the model finds the parts.
 Result<std::string> sha256_model(const std::string& path);
 
-// CPU model, cores, memory, kernel; the environment (variables whose names suggest secrets
-// are left out); this binary's path and hash.
+// CPU model, cores, memory, kernel; the environment variables that change how the process runs
+// (Strata's, the allocator's and loader's, threading and CUDA runtimes'; no others, so nothing
+// private lands in a result file); this binary's path and hash.
 nlohmann::json machine_description();
+bool affects_the_run(std::string_view variable_name);
 nlohmann::json environment_description();
 nlohmann::json binary_description();
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "gguf/gguf_split_writer.h"
@@ -39,6 +40,23 @@ TEST_F(ProvenanceTest, Sha256OfASplitModelCoversEveryPart) {
   EXPECT_EQ(split_digest.value(), sha256_file(joined).value());
   EXPECT_NE(split_digest.value(), sha256_file(parts.value()[0]).value());
   EXPECT_EQ(sha256_model(source).value(), sha256_file(source).value());
+}
+
+// Result files are shared: the environment they record is what changes the run, nothing else.
+TEST(Provenance, EnvironmentKeepsOnlyWhatChangesTheRun) {
+  ASSERT_EQ(::setenv("STRATA_SIMD", "avx2", 1), 0);
+  ASSERT_EQ(::setenv("MALLOC_ARENA_MAX", "2", 1), 0);
+  ASSERT_EQ(::setenv("DEPLOY_NOTE", "hunter2", 1), 0);
+  const nlohmann::json env = environment_description();
+  EXPECT_EQ(env.value("STRATA_SIMD", ""), "avx2");
+  EXPECT_EQ(env.value("MALLOC_ARENA_MAX", ""), "2");
+  EXPECT_FALSE(env.contains("DEPLOY_NOTE"));
+  EXPECT_FALSE(env.contains("HOME"));
+  EXPECT_FALSE(env.contains("PATH"));
+  for (const auto& [name, value] : env.items()) EXPECT_TRUE(affects_the_run(name)) << name;
+  ::unsetenv("STRATA_SIMD");
+  ::unsetenv("MALLOC_ARENA_MAX");
+  ::unsetenv("DEPLOY_NOTE");
 }
 
 }  // namespace
