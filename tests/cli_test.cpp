@@ -239,6 +239,19 @@ TEST(Cli, BenchWritesRecordAndChart) {
   EXPECT_GT(streaming.at("disk_unit_read_mb_s").at("median").get<double>(), 0.0);
   EXPECT_GT(streaming.at("decode_fraction_of_unit_bound").at("median").get<double>(), 0.0);
   EXPECT_NE(outcome.out.find("| of unit-read bound |"), std::string::npos) << outcome.out;
+  // Streaming decode against the resident variant's, pair by pair: each ratio lies between
+  // the slowest streaming run over the fastest resident one and the converse.
+  EXPECT_TRUE(resident.at("decode_fraction_of_resident").is_null());
+  const auto& of_resident = streaming.at("decode_fraction_of_resident");
+  const auto decode = [](const nlohmann::json& result, const char* which) {
+    return result.at("decode_tokens_per_s").at(which).get<double>();
+  };
+  EXPECT_EQ(of_resident.at("n").get<int>(), 3);
+  EXPECT_GE(of_resident.at("min").get<double>(),
+            decode(streaming, "min") / decode(resident, "max"));
+  EXPECT_LE(of_resident.at("max").get<double>(),
+            decode(streaming, "max") / decode(resident, "min"));
+  EXPECT_NE(outcome.out.find("| of resident |"), std::string::npos) << outcome.out;
   std::ifstream svg_in(svg_path);
   const std::string svg{std::istreambuf_iterator<char>(svg_in), {}};
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "base/svg_chart.h"
@@ -228,6 +229,32 @@ Summary summarize_runs(const std::vector<Run>& runs, F value) {
   return summarize(values);
 }
 
+// "66 % (62-68)": a share's median and range, as the table shows them.
+std::string share_cell(const Summary& share) {
+  return fmt::format("{:.0f} % ({:.0f}-{:.0f})", 100 * share.median, 100 * share.min,
+                     100 * share.max);
+}
+
+// A streaming variant's decode as a share of the same model's all-resident variant in this
+// bench, repetition by repetition (the variants run interleaved, so each pair ran minutes
+// apart at most): what streaming costs against not streaming, where the disk's bound says
+// little because compute, not the disk, limits the resident model. Empty without such a
+// variant.
+std::optional<Summary> decode_share_of_resident(const std::vector<Variant>& variants,
+                                                const Variant& v, size_t prompt) {
+  if (!v.memory.streaming()) return std::nullopt;
+  for (const Variant& resident : variants) {
+    if (resident.memory.streaming() || resident.path != v.path) continue;
+    std::vector<double> shares;
+    const std::vector<Run>& mine = v.runs[prompt];
+    const std::vector<Run>& theirs = resident.runs[prompt];
+    for (size_t i = 0; i < mine.size() && i < theirs.size(); ++i)
+      shares.push_back(mine[i].decode_tokens_per_s / theirs[i].decode_tokens_per_s);
+    if (!shares.empty()) return summarize(shares);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
@@ -334,8 +361,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
   std::string markdown =
       "| model | mem | prompt | prefill tok/s | decode tok/s | hits | MB missed / token | "
       "MB read / token | wait ms / token | disk busy | bound tok/s | of bound | of unit-read "
-      "bound |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "bound | of resident |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   nlohmann::json results = nlohmann::json::array();
   const bool one_model = options.model_paths.size() == 1;
   BarChart chart{
@@ -407,6 +434,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       const Summary unit_fraction =
           summarize_runs(runs, [&](const Run& r) { return r.decode_tokens_per_s / unit_bound(r); });
       const std::optional<ExpertReadPattern>& pattern = v.session->expert_read_pattern();
+      const std::optional<Summary> of_resident = decode_share_of_resident(variants, v, p);
       results.push_back(
           {{"model", {{"path", v.path}, {"sha256", hash}}},
            {"memory_budget", v.budget_text},
@@ -455,7 +483,9 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
            {"unit_bound_tokens_per_s",
             pattern ? summary_json(summarize_runs(runs, unit_bound)) : nlohmann::json(nullptr)},
            {"decode_fraction_of_unit_bound",
-            pattern ? summary_json(unit_fraction) : nlohmann::json(nullptr)}});
+            pattern ? summary_json(unit_fraction) : nlohmann::json(nullptr)},
+           {"decode_fraction_of_resident",
+            of_resident ? summary_json(*of_resident) : nlohmann::json(nullptr)}});
       chart.categories.push_back(fmt::format(
           "{}{} / {}", one_model ? "" : std::filesystem::path(v.path).stem().string() + " ",
           v.budget_text, options.prompt_lengths[p]));
@@ -469,16 +499,13 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
       busy.hi.push_back(100 * disk_busy.max);
       markdown += fmt::format(
           "| {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
-          "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {:.0f} % ({:.0f}-{:.0f}) | {} |\n",
+          "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {} | {} | {} |\n",
           std::filesystem::path(v.path).filename().string(), v.budget_text,
           options.prompt_lengths[p], prefill.median, prefill.min, prefill.max, decode.median,
           decode.min, decode.max, 100 * hits.median, missed.median / 1e6, read.median / 1e6,
           wait.median, 100 * disk_busy.median, bound_summary.median,
-          disk_bounded ? "(disk)" : "(memory)", 100 * fraction.median, 100 * fraction.min,
-          100 * fraction.max,
-          pattern ? fmt::format("{:.0f} % ({:.0f}-{:.0f})", 100 * unit_fraction.median,
-                                100 * unit_fraction.min, 100 * unit_fraction.max)
-                  : "–");
+          disk_bounded ? "(disk)" : "(memory)", share_cell(fraction),
+          pattern ? share_cell(unit_fraction) : "–", of_resident ? share_cell(*of_resident) : "–");
     }
   }
   record["results"] = results;
