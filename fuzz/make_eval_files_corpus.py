@@ -12,11 +12,10 @@ them. Usage: fuzz/make_eval_files_corpus.py (overwrites the seeds).
 """
 import json
 import math
-import os
 import struct
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "fuzz", "corpus", "eval_files")
+from seed_corpus import write_seeds
+
 SUITE, RECORD, MANIFEST, TOP_K, FULL = b"\x00", b"\x01", b"\x02", b"\x03", b"\x04"
 
 
@@ -126,8 +125,4 @@ SEEDS = {
 }
 
 if __name__ == "__main__":
-    os.makedirs(OUT, exist_ok=True)
-    for name, data in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(data)
-    print(f"wrote {len(SEEDS)} seeds to {OUT}")
+    write_seeds("eval_files", SEEDS)

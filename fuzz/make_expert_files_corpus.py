@@ -8,11 +8,10 @@ independently of Strata's writers; layouts as in src/experts/expert_trace.h and
 src/runtime/expert_usage.h. Usage: fuzz/make_expert_files_corpus.py (overwrites the seeds).
 """
 import json
-import os
 import struct
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "fuzz", "corpus", "expert_files")
+from seed_corpus import write_seeds
+
 TRACE, USAGE = b"\x00", b"\x01"
 
 
@@ -63,12 +62,5 @@ SEEDS = {
 }
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    for name, data in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(data)
-
-
 if __name__ == "__main__":
-    main()
+    write_seeds("expert_files", SEEDS)

@@ -9,8 +9,8 @@ src/gguf/gguf_file.h. Usage: fuzz/make_gguf_corpus.py (from anywhere; overwrites
 import os
 import struct
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "fuzz", "corpus", "gguf")
+from seed_corpus import ROOT, write_seeds
+
 GOLDEN = os.path.join(ROOT, "tests", "golden", "synthetic", "models", "tiny-qwen3moe-q4_k_m.gguf")
 
 SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "B", 10: "Q", 11: "q", 12: "d"}
@@ -162,7 +162,6 @@ def near_valid(model):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
     model = model_shaped()
     seeds = {
         "empty_v3": gguf([], []),
@@ -172,10 +171,7 @@ def main():
         "model_shaped": model,
     }
     seeds.update({"bad_" + name: data for name, data in near_valid(model).items()})
-    for name, data in seeds.items():
-        with open(os.path.join(OUT, name + ".gguf"), "wb") as f:
-            f.write(data)
-        print(f"{name}.gguf: {len(data)} bytes")
+    write_seeds("gguf", seeds, suffix=".gguf")
 
 
 if __name__ == "__main__":

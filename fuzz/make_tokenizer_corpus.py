@@ -6,10 +6,7 @@ tokens (Qwen3's control tokens and its user-defined <think>), long runs of one c
 invalid UTF-8 (a lone continuation byte, a truncated sequence, an overlong encoding, bytes
 0xFE/0xFF). Usage: fuzz/make_tokenizer_corpus.py (overwrites the seeds).
 """
-import os
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "fuzz", "corpus", "tokenizer")
+from seed_corpus import write_seeds
 
 SEEDS = {
     "prose": "The quick brown fox jumps over the lazy dog. It's 3.14 o'clock!\n".encode(),
@@ -26,8 +23,4 @@ SEEDS = {
 }
 
 if __name__ == "__main__":
-    os.makedirs(OUT, exist_ok=True)
-    for name, data in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(data)
-    print(f"wrote {len(SEEDS)} seeds to {OUT}")
+    write_seeds("tokenizer", SEEDS)
