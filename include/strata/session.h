@@ -139,11 +139,8 @@ struct ExpertReadPattern {
 // A memory plan for a budget, as open() would make it (its first line is measured in the
 // calling process).
 struct MemoryPlanSummary {
-  std::string text;                // line by line
-  uint64_t minimum_budget = 0;     // the smallest budget open() accepts
-  uint64_t arena_bytes = 0;        // what is left for experts (0 when below the minimum)
-  uint64_t expert_slot_bytes = 0;  // an arena holding every expert unit
-  Status shortfall;                // why open() would refuse this budget; ok when it fits
+  std::string text;  // line by line, the smallest budget that works last
+  Status shortfall;  // why open() would refuse this budget (how much is missing); ok when it fits
 };
 
 class Session {

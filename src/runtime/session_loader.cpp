@@ -213,10 +213,7 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
   STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, *reader));
-  const ExpertLayout& layout = described->weights().experts;
-  const uint64_t all_slots = ExpertArena::all_units_bytes(layout, reader->alignment());
-  return MemoryPlanSummary{plan.to_text(), plan.minimum_budget_bytes,
-                           plan.shortfall.ok() ? plan.arena_bytes : 0, all_slots, plan.shortfall};
+  return MemoryPlanSummary{plan.to_text(), plan.shortfall};
 }
 
 Result<LoadedSession> load_session(const SessionOptions& options) {
