@@ -11,6 +11,7 @@
 
 #include <strata/session.h>
 
+#include "cpu/cpu_backend.h"
 #include "experts/expert_arena.h"
 #include "experts/fault_injecting_reader.h"
 #include "experts/streaming_expert_store.h"
@@ -90,14 +91,14 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.io_depth = setup.io_depth;
   options.policy = setup.policy;
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
-  ThreadPool pool(setup.threads);
+  const std::unique_ptr<Backend> backend = make_cpu_backend(model->config(), setup.threads);
   StreamingRun run;
   // As sessions do: the pool's workers rest while the compute thread waits for a read.
   store->set_before_blocking([&] {
     ++run.blocking_waits;
-    pool.rest();
+    backend->idle();
   });
-  Transformer transformer(model, *store, pool);
+  Transformer transformer(model, *store, *backend);
   transformer.set_next_expert_predictor(setup.predictor);
   transformer.set_routing({.moce_bonus = setup.moce,
                            .moce_protect = setup.moce_protect,
@@ -107,12 +108,12 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
                            .readahead_bytes_per_token = uint64_t(setup.readahead_budget_units) *
                                                         layout.layers[0].unit_bytes() *
                                                         uint64_t(layout.n_layer())});
-  KvCache cache(model->config(), int64_t(tokens.size()));
+  STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(int64_t(tokens.size())));
   std::vector<float> part;
   for (size_t begin = 0; begin < tokens.size(); begin += size_t(setup.chunk)) {
     const size_t n = std::min(size_t(setup.chunk), tokens.size() - begin);
     STRATA_RETURN_IF_ERROR(
-        transformer.forward({tokens.data() + begin, n}, int64_t(begin), cache, true, part));
+        transformer.forward({tokens.data() + begin, n}, int64_t(begin), *cache, true, part));
     run.logits.insert(run.logits.end(), part.begin(), part.end());
   }
   run.stats = store->stats();

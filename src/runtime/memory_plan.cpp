@@ -7,7 +7,6 @@
 
 #include "base/kernel_stat_file.h"
 #include "experts/expert_arena.h"
-#include "model/kv_cache.h"
 #include "model/tensor_data.h"
 #include "model/transformer.h"
 #include "runtime/byte_size.h"
@@ -39,7 +38,8 @@ std::optional<AvailableMemory> available_memory() {
   return available;
 }
 
-MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
+MemoryPlan plan_memory(const Model& model, const Backend& backend,
+                       const MemoryPlanRequest& request) {
   const ModelConfig& config = model.config();
   const gguf::GgufFile& file = model.file();
   MemoryPlan plan;
@@ -51,9 +51,9 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request) {
       {"runtime, metadata and tokenizer (measured)", current_rss_bytes()},
       {"dense weights", dense_tensor_bytes(file) + dense_pieces * 2 * request.io_alignment},
       {fmt::format("KV cache ({} tokens, F32)", request.n_ctx),
-       KvCache::bytes_for(config, request.n_ctx)},
+       backend.kv_cache_bytes(request.n_ctx)},
       {fmt::format("compute scratch (batches of {})", request.batch),
-       Transformer::scratch_bytes(config, request.batch, request.n_ctx, request.n_threads,
+       Transformer::scratch_bytes(backend, config, request.batch, request.n_ctx,
                                   request.all_logits)},
       {"margin (allocator, stacks, I/O bookkeeping)", margin_bytes(request.budget_bytes)},
   };

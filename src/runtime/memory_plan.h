@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "model/model.h"
 
 namespace strata {
@@ -22,7 +23,6 @@ struct MemoryPlanRequest {
   std::string budget_basis;  // how the budget was chosen, when not given (--mem auto)
   int64_t n_ctx = 0;
   int64_t batch = 0;  // largest forward batch (prefill chunk)
-  int n_threads = 1;
   bool all_logits = false;  // teacher forcing keeps the logits of every batch row
   size_t io_alignment = 4096;
   uint64_t next_expert_predictor_bytes = 0;  // 0: none
@@ -43,8 +43,10 @@ struct MemoryPlan {
   std::string to_text() const;
 };
 
-// REQUIRES: `model` is described (shapes only suffice).
-MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request);
+// REQUIRES: `model` is described (shapes only suffice). The backend says what its KV cache and
+// scratch take.
+MemoryPlan plan_memory(const Model& model, const Backend& backend,
+                       const MemoryPlanRequest& request);
 
 // Resident set size of this process now and at its peak (VmRSS, VmHWM).
 uint64_t current_rss_bytes();

@@ -101,13 +101,12 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
 }
 
 Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& described,
-                             const FileReader& reader) {
+                             const Backend& backend, const FileReader& reader) {
   MemoryPlanRequest request;
   request.budget_bytes = options.memory_budget;
   request.budget_basis = options.memory_budget_basis;
   request.n_ctx = options.n_ctx;
   request.batch = std::min(options.prefill_chunk, options.n_ctx);
-  request.n_threads = options.n_threads;
   request.all_logits = options.teacher_forced;
   request.io_alignment = reader.alignment();
   if (!options.next_expert_predictor_path.empty()) {
@@ -117,17 +116,17 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
         NextExpertPredictor::bytes_to_load(options.next_expert_predictor_path, config.n_layer,
                                            config.n_embd, config.n_expert));
   }
-  return plan_memory(described, request);
+  return plan_memory(described, backend, request);
 }
 
-Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
-                      LoadedSession& session) {
+Status load_streaming(const SessionOptions& options, const Backend& backend,
+                      std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
   const ExpertLayout& layout = described->weights().experts;
   uint64_t arena_bytes = 0;
   if (options.memory_budget > 0) {
-    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, *reader));
+    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, backend, *reader));
     session.memory_plan = plan.to_text();
     if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
     STRATA_RETURN_IF_ERROR(plan.shortfall);
@@ -207,16 +206,16 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
 
 }  // namespace
 
-Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
+Result<MemoryPlanSummary> plan_session(const SessionOptions& options, const Backend& backend) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(const auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
-  STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, *reader));
+  STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, backend, *reader));
   return MemoryPlanSummary{plan.to_text(), plan.shortfall};
 }
 
-Result<LoadedSession> load_session(const SessionOptions& options) {
+Result<LoadedSession> load_session(const SessionOptions& options, const Backend& backend) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
@@ -224,7 +223,7 @@ Result<LoadedSession> load_session(const SessionOptions& options) {
   if (options.memory_budget == 0 && options.arena_share <= 0) {
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   } else {
-    STRATA_RETURN_IF_ERROR(load_streaming(options, file, session));
+    STRATA_RETURN_IF_ERROR(load_streaming(options, backend, file, session));
   }
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),

@@ -76,6 +76,12 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
       ->add_option("--warm", options.warm_path,
                    "expert usage file: preload its hottest experts, save usage at exit")
       ->check(file_to_write());
+  command
+      ->add_option("--device", options.device,
+                   "where the model computes: cpu, cuda, or auto (CUDA where this build has it "
+                   "and a device answers, else the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  command->add_option("--gpu", options.gpu, "CUDA device index")->check(at_least(0));
   command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
       ->check(at_least(0));
   command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")
