@@ -11,6 +11,7 @@
 
 #include <strata/session.h>
 
+#include "backend/host_slot_memory.h"
 #include "cpu/cpu_backend.h"
 #include "experts/expert_arena.h"
 #include "experts/fault_injecting_reader.h"
@@ -90,7 +91,7 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.backend = setup.backend;
   options.io_depth = setup.io_depth;
   options.policy = setup.policy;
-  STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
+  STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options, make_host_slot_memory));
   const std::unique_ptr<Backend> backend = make_cpu_backend(model->config(), setup.threads);
   StreamingRun run;
   // As sessions do: the pool's workers rest while the compute thread waits for a read.

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/expert_slot_memory.h"
 #include "backend/kv_cache.h"
 #include "backend/layer_weights.h"
 #include "backend/model_shape.h"
@@ -97,6 +98,9 @@ class Backend {
   virtual uint64_t kv_cache_bytes(int64_t n_ctx) const = 0;
   // Keys and values of every layer for one position: what attention reads per position.
   virtual uint64_t kv_cache_bytes_per_position() const = 0;
+  // Memory for an expert arena's slots, each slot aligned to `alignment` (an O_DIRECT reader's).
+  virtual Result<std::unique_ptr<ExpertSlotMemory>> make_expert_slot_memory(
+      std::span<const SlotClassShape> classes, size_t alignment) = 0;
   // Scratch memory for batches up to shape.max_tokens: the memory plan's line, exact.
   virtual uint64_t scratch_bytes(const ScratchShape& shape) const = 0;
   // Frees scratch sized for more than one token (after a prompt).

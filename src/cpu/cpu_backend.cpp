@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "backend/host_slot_memory.h"
 #include "base/cpu_features.h"
 #include "cpu/elementwise.h"
 #include "cpu/topk.h"
@@ -33,6 +34,11 @@ uint64_t CpuBackend::kv_cache_bytes(int64_t n_ctx) const {
 
 uint64_t CpuBackend::kv_cache_bytes_per_position() const {
   return CpuKvCache::bytes_per_position(shape_);
+}
+
+Result<std::unique_ptr<ExpertSlotMemory>> CpuBackend::make_expert_slot_memory(
+    std::span<const SlotClassShape> classes, size_t alignment) {
+  return make_host_slot_memory(classes, alignment);
 }
 
 uint64_t CpuBackend::scratch_bytes(const ScratchShape& shape) const {

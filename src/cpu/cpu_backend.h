@@ -25,6 +25,8 @@ class CpuBackend final : public Backend {
   Result<std::unique_ptr<KvCache>> make_kv_cache(int64_t n_ctx) override;
   uint64_t kv_cache_bytes(int64_t n_ctx) const override;
   uint64_t kv_cache_bytes_per_position() const override;
+  Result<std::unique_ptr<ExpertSlotMemory>> make_expert_slot_memory(
+      std::span<const SlotClassShape> classes, size_t alignment) override;
   uint64_t scratch_bytes(const ScratchShape& shape) const override;
   void release_scratch() override;
   BatchActivations& begin_batch(int64_t n_tokens) override;
@@ -66,7 +68,7 @@ class CpuBackend final : public Backend {
   ModelShape shape_;
   ThreadPool pool_;
   CpuScratch scratch_;
-  ScratchShape allocated_;  // what scratch_ holds now; max_tokens 0: nothing
+  ScratchShape allocated_{.max_tokens = 0};  // what scratch_ holds now; 0 tokens: nothing
   BatchActivations batch_;
   const float* converted_source_ = nullptr;  // the buffer converted_ holds conversions of
   std::array<bool, 32> converted_valid_{};

@@ -11,10 +11,11 @@ namespace strata {
 
 Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
     ExpertLayout layout, int n_expert_used, std::shared_ptr<FileReader> reader,
-    const StreamingStoreOptions& options) {
+    const StreamingStoreOptions& options, const SlotMemoryMaker& make_memory) {
   auto store = std::unique_ptr<StreamingExpertStore>(new StreamingExpertStore());
-  STRATA_ASSIGN_OR_RETURN(store->arena_, ExpertArena::create(layout, options.arena_bytes,
-                                                             reader->alignment(), n_expert_used));
+  STRATA_ASSIGN_OR_RETURN(store->arena_,
+                          ExpertArena::create(layout, options.arena_bytes, reader->alignment(),
+                                              n_expert_used, make_memory));
   STRATA_ASSIGN_OR_RETURN(store->engine_, IoEngine::create(reader, options.io_threads,
                                                            options.backend, options.io_depth));
   for (const ExpertArena::SizeClass& size_class : store->arena_->classes()) {

@@ -119,7 +119,7 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
   return plan_memory(described, backend, request);
 }
 
-Status load_streaming(const SessionOptions& options, const Backend& backend,
+Status load_streaming(const SessionOptions& options, Backend& backend,
                       std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
@@ -159,8 +159,12 @@ Status load_streaming(const SessionOptions& options, const Backend& backend,
                                                   options.io_threads, reader->alignment());
   STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_io_backend(options.io_backend));
   STRATA_ASSIGN_OR_RETURN(
-      auto store, StreamingExpertStore::create(session.model->weights().experts,
-                                               int(config.n_expert_used), reader, store_options));
+      auto store,
+      StreamingExpertStore::create(
+          session.model->weights().experts, int(config.n_expert_used), reader, store_options,
+          [&backend](std::span<const SlotClassShape> classes, size_t alignment) {
+            return backend.make_expert_slot_memory(classes, alignment);
+          }));
   if (!options.warm_path.empty() && std::filesystem::exists(options.warm_path)) {
     STRATA_ASSIGN_OR_RETURN(
         const auto usage,
@@ -215,7 +219,7 @@ Result<MemoryPlanSummary> plan_session(const SessionOptions& options, const Back
   return MemoryPlanSummary{plan.to_text(), plan.shortfall};
 }
 
-Result<LoadedSession> load_session(const SessionOptions& options, const Backend& backend) {
+Result<LoadedSession> load_session(const SessionOptions& options, Backend& backend) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));

@@ -28,7 +28,7 @@ struct LoadedSession {
 
 // REQUIRES: options.n_threads and options.n_ctx resolved (> 0). `backend` is the one the
 // session computes on (its KV cache and scratch are in the plan).
-Result<LoadedSession> load_session(const SessionOptions& options, const Backend& backend);
+Result<LoadedSession> load_session(const SessionOptions& options, Backend& backend);
 // The plan load_session() would make, without loading weights.
 Result<MemoryPlanSummary> plan_session(const SessionOptions& options, const Backend& backend);
 
