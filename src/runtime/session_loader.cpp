@@ -221,10 +221,10 @@ Result<LoadedSession> load_session(const SessionOptions& options) {
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   session.tokenizer.emplace(std::move(tokenizer));
-  if (options.memory_budget == 0 && options.arena_share <= 0) {
-    STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
-  } else {
+  if (streams_experts(options)) {
     STRATA_RETURN_IF_ERROR(load_streaming(options, file, session));
+  } else {
+    STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
