@@ -9,8 +9,8 @@
 
 #include "base/json_field.h"
 #include "base/svg_chart.h"
+#include "lab/provenance.h"
 #include "runtime/byte_size.h"
-#include "runtime/provenance.h"
 
 namespace strata::eval {
 namespace {

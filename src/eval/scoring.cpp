@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 #include "eval/reference_logits.h"
-#include "runtime/provenance.h"
+#include "lab/provenance.h"
 
 namespace strata::eval {
 namespace {

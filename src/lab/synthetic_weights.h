@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "lab/synthetic_presets.h"
 #include "quant/quant_type.h"
-#include "runtime/synthetic_presets.h"
 
 namespace strata {
 

@@ -19,12 +19,12 @@
 
 #include "base/svg_chart.h"
 #include "base/whole_file.h"
-#include "cpu/memory_bandwidth.h"
-#include "experts/disk_bandwidth.h"
 #include "gguf/gguf_file.h"
+#include "lab/disk_bandwidth.h"
+#include "lab/memory_bandwidth.h"
+#include "lab/provenance.h"
+#include "lab/summary_statistics.h"
 #include "runtime/byte_size.h"
-#include "runtime/provenance.h"
-#include "runtime/summary_statistics.h"
 
 namespace strata {
 namespace {

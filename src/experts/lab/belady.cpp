@@ -1,4 +1,4 @@
-#include "experts/belady.h"
+#include "experts/lab/belady.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "experts/disk_bandwidth.h"
+#include "lab/disk_bandwidth.h"
 
 #include <chrono>
 #include <deque>

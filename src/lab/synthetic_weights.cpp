@@ -26,7 +26,7 @@
 // 4. Routers read the context subspace (slow, shared with recent tokens) and the
 //    token-identity dimensions (fast); the ratio of the two gains sets how many experts
 //    repeat. Neither part has a mean or a long memory, so load stays spread in every layer.
-#include "runtime/synthetic_weights.h"
+#include "lab/synthetic_weights.h"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 #include <immintrin.h>
 
-#include "cpu/memory_bandwidth.h"
+#include "lab/memory_bandwidth.h"
 
 namespace strata {
 

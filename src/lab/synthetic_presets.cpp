@@ -1,4 +1,4 @@
-#include "runtime/synthetic_presets.h"
+#include "lab/synthetic_presets.h"
 
 #include <array>
 

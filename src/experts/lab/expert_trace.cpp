@@ -1,4 +1,4 @@
-#include "experts/expert_trace.h"
+#include "experts/lab/expert_trace.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "cpu/memory_bandwidth.h"
+#include "lab/memory_bandwidth.h"
 
 #include <algorithm>
 #include <chrono>

@@ -16,11 +16,11 @@
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "gguf/gguf_writer.h"
+#include "lab/router_calibration.h"
+#include "lab/synthetic_presets.h"
+#include "lab/synthetic_weights.h"
 #include "model/kv_cache.h"
 #include "model/transformer.h"
-#include "runtime/router_calibration.h"
-#include "runtime/synthetic_presets.h"
-#include "runtime/synthetic_weights.h"
 #include "runtime/unicode_bytes.h"
 
 namespace strata {

@@ -1,4 +1,4 @@
-// Replays expert traces (experts/expert_trace.h) through a cache of expert units, the way the
+// Replays expert traces (experts/lab/expert_trace.h) through a cache of expert units, the way the
 // arena would serve them, to compare replacement policies offline (`strata cachesim`).
 //
 // The model of the arena (experts/streaming_expert_store.cpp): units are numbered
@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "experts/expert_trace.h"
+#include "experts/lab/expert_trace.h"
 
 namespace strata {
 

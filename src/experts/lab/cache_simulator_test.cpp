@@ -1,4 +1,4 @@
-#include "experts/cache_simulator.h"
+#include "experts/lab/cache_simulator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/provenance.h"
+#include "lab/provenance.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/router_calibration.h"
+#include "lab/router_calibration.h"
 
 #include <fcntl.h>
 #include <unistd.h>

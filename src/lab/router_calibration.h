@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "runtime/synthetic_weights.h"
+#include "lab/synthetic_weights.h"
 
 namespace strata {
 

@@ -1,11 +1,11 @@
-#include "experts/cache_simulator.h"
+#include "experts/lab/cache_simulator.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
 #include "base/check.h"
-#include "experts/belady.h"
+#include "experts/lab/belady.h"
 #include "experts/replacement_policy.h"
 
 namespace strata {
