@@ -1,7 +1,7 @@
-"""horizon.py's simulation with estimates from models trained by logistic loss instead of ridge
-maps: `nonlinear.py logistic K` (a linear map and a sigmoid) or `nonlinear.py mlp K` (one hidden
-layer of 512 ReLUs), each layer's K heads trained together with Adam for 8 epochs on the
-training documents. Sigmoid outputs are probabilities; ridge outputs only approximate them."""
+"""simulate_horizon.py's simulation with estimates from models trained by logistic loss instead
+of ridge maps: `simulate_nonlinear_estimates.py logistic K` (a linear map and a sigmoid) or
+`simulate_nonlinear_estimates.py mlp K` (one hidden layer of 512 ReLUs), each layer's K heads
+trained together with Adam for 8 epochs on the training documents. Sigmoid outputs are probabilities; ridge outputs only approximate them."""
 import sys
 
 import numpy as np

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# arena.sh TAG MODEL [strata options]: the real arena over the first 1024 tokens of each of the
-# six held-out documents of bench/cache_lab.sh (decode steps, `strata eval run`), printing plain
-# hits, timely and late read-ahead hits and misses as shares of all claims, and ms a token.
-#   arena.sh succ ../../../models/strata-tiny-moe-q4_0.gguf --arena 25% --readahead 0
-#   arena.sh pred ../../../models/strata-tiny-moe-q4_0.gguf --arena 25% --readahead 0 --predictor tiny.pred
+# measure_engine_arena.sh TAG MODEL [strata options]: the real arena over the first 1024 tokens
+# of each of the six held-out documents of bench/cache_lab.sh (decode steps, `strata eval run`),
+# printing plain hits, timely and late read-ahead hits and misses as shares of all claims, and
+# ms a token.
+#   measure_engine_arena.sh succ ../../../models/strata-tiny-moe-q4_0.gguf --arena 25% \
+#     --readahead 0
+#   measure_engine_arena.sh pred ../../../models/strata-tiny-moe-q4_0.gguf --arena 25% \
+#     --readahead 0 --predictor tiny.pred
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 strata=${STRATA:-$here/../../../build/strata}

@@ -1,12 +1,14 @@
-"""How far ahead must a policy see? The whole-arena simulation of sim2.py (128 slots shared by
-all layers, evict the largest expected distance to the next use), with each layer's expected
-distance built from estimates for the next K tokens and a geometric tail after them.
+"""How far ahead must a policy see? The whole-arena simulation of simulate_estimate_timing.py
+(128 slots shared by all layers, evict the largest expected distance to the next use), with each
+layer's expected distance built from estimates for the next K tokens and a geometric tail after
+them.
 
-  horizon.py ridge K   ridge maps from x_l(t) to the picks of t+1 .. t+K (K=1 is `predicted`)
-  horizon.py oracle K  the true picks of t+1 .. t+K (what a perfect predictor would give)
-  horizon.py MODE K N  the same with N of the 128 slots kept for units computed without
-                       caching them (admission: a missed unit expected back later than the
-                       victim is not cached)
+  simulate_horizon.py ridge K    ridge maps from x_l(t) to the picks of t+1 .. t+K (K=1 is
+                                 `predicted`)
+  simulate_horizon.py oracle K   the true picks of t+1 .. t+K (what a perfect predictor would give)
+  simulate_horizon.py MODE K N   the same with N of the 128 slots kept for units computed without
+                                 caching them (admission: a missed unit expected back later than
+                                 the victim is not cached)
 
 Both use the same tail rate: for ridge, the mean of the K estimates mixed with the decayed
 count; for oracle, the t+1 ridge estimate mixed with the count (what `predicted` uses)."""

@@ -1,3 +1,6 @@
+"""What predicts the next token's experts: the share of token t+1's picks in a layer's top 16,
+ranked by decayed counts of past picks (several half-lives) and by ridge maps fitted on counts,
+the router input x_l(t), the last layer's input and all layers' inputs."""
 import numpy as np
 
 from study_data import *

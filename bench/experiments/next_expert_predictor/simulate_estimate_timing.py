@@ -1,5 +1,6 @@
-"""Which hidden state, and when: sim.py's arena with q from a ridge map of x_l(t) known after
-layer l (`layer`), or of x_l(t) and the last layer's input known after the token (`end`)."""
+"""Which hidden state, and when: simulate_policies.py's arena with q from a ridge map of x_l(t)
+known after layer l (`layer`), or of x_l(t) and the last layer's input known after the token
+(`end`)."""
 import numpy as np
 
 from study_data import *

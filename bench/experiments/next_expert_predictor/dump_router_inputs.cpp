@@ -1,5 +1,5 @@
 // Experiment: per token and layer, the router input (normed x) of a teacher-forced pass.
-// dump MODEL TOKENS.json OUT.bin  -> header n_tok n_layer n_embd n_expert, routers [L][E][D], inputs [L][T][D]
+// dump_router_inputs MODEL TOKENS.json OUT.bin  -> header n_tok n_layer n_embd n_expert, routers [L][E][D], inputs [L][T][D]
 #include <cstdio>
 #include <fstream>
 #include <sstream>

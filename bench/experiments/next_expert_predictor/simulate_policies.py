@@ -1,3 +1,5 @@
+"""The whole-arena simulation (128 slots shared by all layers, evict the largest expected next
+use): MIN, and q per unit from decayed counts, from the ridge estimate, and from their mean."""
 import numpy as np
 
 from study_data import *

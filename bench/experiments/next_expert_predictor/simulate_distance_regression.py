@@ -2,7 +2,8 @@
 until each expert's next use in layer l (capped), mixed in log space with the decayed count's
 geometric expectation, in the study's whole-arena simulation (study_data.simulate_arena).
 
-  distance.py CAP MIX   CAP: tokens the distance is capped at; MIX: weight of the fitted map"""
+  simulate_distance_regression.py CAP MIX
+      CAP: tokens the distance is capped at; MIX: weight of the fitted map"""
 import sys
 
 import numpy as np

@@ -2,9 +2,9 @@
 trees from an expert's history and the ridge estimates to its next use, driving the study's
 whole-arena simulation (study_data.simulate_arena). Needs python3-sklearn.
 
-  learned_eviction.py distance CAP FEATURES TREES SAMPLE
+  simulate_learned_eviction.py distance CAP FEATURES TREES SAMPLE
       regress the log of the tokens until the next use, capped at CAP
-  learned_eviction.py within H FEATURES TREES SAMPLE
+  simulate_learned_eviction.py within H FEATURES TREES SAMPLE
       classify "used within the next H tokens"; expected wait H (1 - p) / p
 
 FEATURES: all (history and ridge), history, ridge. TREES: boosting iterations. SAMPLE: the share

@@ -2,8 +2,8 @@
 // through io_uring: how a disk serves the expert store's 2.6 MB unit reads against the bench's
 // probe (1 MiB, 4 in flight). Offsets are random multiples of 4 KiB (seed 1).
 //
-//   g++ -O2 -std=c++20 -o read_patterns read_patterns.cpp -luring
-//   ./read_patterns FILE SECONDS KIB DEPTH [KIB DEPTH ...]
+//   g++ -O2 -std=c++20 -o read_pattern_bandwidth read_pattern_bandwidth.cpp -luring
+//   ./read_pattern_bandwidth FILE SECONDS KIB DEPTH [KIB DEPTH ...]
 //
 // With TIMELINE set in the environment, each pattern also prints its rate second by second.
 #include <fcntl.h>
