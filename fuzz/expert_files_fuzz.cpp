@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "base/check.h"
-#include "experts/expert_trace.h"
+#include "experts/lab/expert_trace.h"
 #include "runtime/expert_usage.h"
 
 namespace {

@@ -4,7 +4,7 @@
 Each seed is one selector byte (0: expert trace, 1: warm-start usage file) and a file: valid
 traces (versions 1 and 2, with and without predictions) and usage files of the fuzz target's
 2 x 4 shape, and near-valid ones broken in one way each. Written with struct and json,
-independently of Strata's writers; layouts as in src/experts/expert_trace.h and
+independently of Strata's writers; layouts as in src/experts/lab/expert_trace.h and
 src/runtime/expert_usage.h. Usage: fuzz/make_expert_files_corpus.py (overwrites the seeds).
 """
 import json

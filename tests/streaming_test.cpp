@@ -60,7 +60,7 @@ struct StreamingSetup {
 
 struct StreamingRun {
   std::vector<float> logits;
-  ExpertStoreStats stats;
+  ExpertCounters stats;
   int blocking_waits = 0;  // times the compute thread was about to block on a read
 };
 
@@ -313,8 +313,8 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
     const auto again = run_streaming(bundled_model(), tokens, setup);
     ASSERT_TRUE(again.ok());
     EXPECT_TRUE(bit_identical(deep.value().logits, again.value().logits)) << io_threads;
-    const ExpertStoreStats& a = deep.value().stats;
-    const ExpertStoreStats& b = again.value().stats;
+    const ExpertCounters& a = deep.value().stats;
+    const ExpertCounters& b = again.value().stats;
     EXPECT_EQ(a.hits, b.hits);
     EXPECT_EQ(a.misses, b.misses);
     EXPECT_EQ(a.readahead_hits + a.late_readaheads, b.readahead_hits + b.late_readaheads);
@@ -344,7 +344,7 @@ TEST(StreamingCacheAwareRouting, RepeatableAcrossRunsAndIoThreads) {
 class StreamingReadaheadLimits : public ::testing::Test {
  protected:
   // A run's counters; its logits must equal the all-resident run's.
-  ExpertStoreStats exact_run(const StreamingSetup& setup) {
+  ExpertCounters exact_run(const StreamingSetup& setup) {
     const auto run = run_streaming(bundled_model(), tokens_, setup);
     EXPECT_TRUE(run.ok()) << run.status().message();
     if (!run.ok()) return {};
@@ -389,7 +389,7 @@ TEST_F(StreamingReadaheadLimits, FartherLayersReadOnlyTheirTopPredictions) {
 TEST_F(StreamingReadaheadLimits, RoomyArenaKeepsUnusedPredictions) {
   StreamingSetup roomy = unlimited_;
   roomy.arena_fraction = 1.0;
-  const ExpertStoreStats stats = exact_run(roomy);
+  const ExpertCounters stats = exact_run(roomy);
   const ExpertLayout& layout = resident_.model().weights().experts;
   EXPECT_GT(stats.readaheads_issued, 0u);
   EXPECT_EQ(stats.readaheads_wasted, 0u);

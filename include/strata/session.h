@@ -4,6 +4,7 @@
 // Thread-compatibility: a Session is used from one thread at a time.
 #pragma once
 
+#include <strata/expert_counters.h>
 #include <strata/status.h>
 
 #include <cstdint>
@@ -70,6 +71,10 @@ struct SessionOptions {
   bool quiet = false;  // no memory plan or progress bar on stderr
 };
 
+// Whether a session with these options streams its experts into an arena (a memory budget or
+// an arena share) instead of keeping every expert resident.
+bool streams_experts(const SessionOptions& options);
+
 // A memory budget and, for "auto", how it was chosen ("--mem auto: 80 % of 2.00 GiB left below
 // the memory cgroup's limit").
 struct MemoryBudget {
@@ -92,18 +97,6 @@ struct GenerateOptions {
   int repeat_last_n = 64;
   uint64_t seed = 0;
   bool stop_at_end_of_generation = true;
-};
-
-// Expert store counters (DESIGN.md §3). Hits: resident when the layer began; read-ahead
-// hits: prefetched in time; late: prefetched but still loading; misses: read on demand.
-// missed_bytes: the bytes of the claimed units that were not hits (what the disk had to
-// deliver whatever the read-ahead); bytes_read also counts wasted read-aheads.
-struct ExpertCounters {
-  uint64_t hits = 0, readahead_hits = 0, late_readaheads = 0, misses = 0;
-  uint64_t readaheads_issued = 0, readaheads_wasted = 0, bytes_read = 0, missed_bytes = 0;
-  double host_wait_ms = 0;
-  double disk_active_ms = 0;  // wall time with at least one expert read running
-  double hit_rate() const;    // (hits + read-ahead hits) / all claims
 };
 
 // What the session did since it was opened (or since reset_stats()).

@@ -2,7 +2,7 @@
 // aligned to 2 MiB and advised onto transparent huge pages. Streaming loads then miss the TLB
 // once per 2 MiB instead of every 4 KiB, and an O_DIRECT read into the buffer pins a few folios
 // instead of hundreds of pages. On this project's reference VM, 4 KiB pages read 2-3 % slower
-// than 2 MiB ones (cpu/memory_bandwidth.h), and a resident GGUF's page cache is mapped in 2 MiB
+// than 2 MiB ones (lab/memory_bandwidth.h), and a resident GGUF's page cache is mapped in 2 MiB
 // pages anyway. The advice is only that: where transparent huge pages are off, the buffer works
 // the same on small pages.
 #pragma once

@@ -7,7 +7,7 @@
 #include "base/json_field.h"
 #include "base/svg_chart.h"
 #include "eval/report.h"
-#include "runtime/provenance.h"
+#include "lab/provenance.h"
 
 namespace strata::eval {
 namespace {

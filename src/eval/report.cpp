@@ -1,5 +1,7 @@
 #include "eval/report.h"
 
+#include <strata/expert_counters_json.h>
+
 #include <fmt/format.h>
 
 #include <ctime>
@@ -7,8 +9,8 @@
 
 #include "base/json_field.h"
 #include "base/svg_chart.h"
+#include "lab/provenance.h"
 #include "runtime/byte_size.h"
-#include "runtime/provenance.h"
 
 namespace strata::eval {
 namespace {
@@ -49,7 +51,6 @@ nlohmann::json window_json(const SuiteWindow& w, const WindowScores& scores) {
 }
 
 nlohmann::json candidate_stats_json(const CandidateStats& c) {
-  const ExpertCounters& e = c.decode_experts;
   return {{"description", c.description},
           {"prefill_tokens", c.prefill_tokens},
           {"prefill_ms", c.prefill_ms},
@@ -57,18 +58,7 @@ nlohmann::json candidate_stats_json(const CandidateStats& c) {
           {"decode_ms", c.decode_ms},
           {"decode_tokens_per_s",
            c.decode_ms > 0 ? 1000.0 * double(c.decode_tokens) / c.decode_ms : 0.0},
-          {"decode_experts",
-           {{"hits", e.hits},
-            {"readahead_hits", e.readahead_hits},
-            {"late_readaheads", e.late_readaheads},
-            {"misses", e.misses},
-            {"readaheads_issued", e.readaheads_issued},
-            {"readaheads_wasted", e.readaheads_wasted},
-            {"bytes_read", e.bytes_read},
-            {"missed_bytes", e.missed_bytes},
-            {"host_wait_ms", e.host_wait_ms},
-            {"disk_active_ms", e.disk_active_ms},
-            {"hit_rate", e.hit_rate()}}}};
+          {"decode_experts", expert_counters_json(c.decode_experts)}};
 }
 
 std::string format_value(double v) { return fmt::format("{:.3g}", v); }

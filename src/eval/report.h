@@ -5,7 +5,7 @@
 //   tool, version          "strata eval", 1
 //   started, finished      UTC times
 //   command_line           the process's arguments
-//   binary, machine, environment   as `strata bench` records them (runtime/provenance.h)
+//   binary, machine, environment   as `strata bench` records them (lab/provenance.h)
 //   suite                  {path, sha256, windows, eval_dir}
 //   candidate              the model file (path, sha256) and options that shape its logits,
 //                          and the scoring mode (scoring.h describe_model)

@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 #include "eval/reference_logits.h"
-#include "runtime/provenance.h"
+#include "lab/provenance.h"
 
 namespace strata::eval {
 namespace {
@@ -131,7 +131,6 @@ Status scored_logits(Session& session, std::span<const int32_t> window_tokens, i
 
 Result<nlohmann::json> describe_model(const SessionOptions& o, ScoringMode mode) {
   STRATA_ASSIGN_OR_RETURN(const std::string sha256, sha256_model(o.model_path));
-  const bool streaming = o.memory_budget > 0 || o.arena_share > 0;
   nlohmann::json json = {{"model", {{"path", o.model_path}, {"sha256", sha256}}},
                          {"mode", mode_name(mode)},
                          {"memory_budget_bytes", o.memory_budget},
@@ -140,7 +139,7 @@ Result<nlohmann::json> describe_model(const SessionOptions& o, ScoringMode mode)
                          {"moce_protect", o.moce_protect},
                          {"prefill_chunk", o.prefill_chunk},
                          {"n_ctx", o.n_ctx}};
-  if (streaming) {
+  if (streams_experts(o)) {
     json["cache_policy"] = o.cache_policy;
     json["readahead"] = o.readahead;
     json["readahead_layers"] = o.readahead_layers;

@@ -13,7 +13,7 @@
 #include "base/json_field.h"
 #include "base/whole_file.h"
 #include "eval/bootstrap.h"
-#include "runtime/provenance.h"
+#include "lab/provenance.h"
 
 namespace strata::eval {
 namespace {

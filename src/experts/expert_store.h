@@ -21,6 +21,7 @@
 // Thread-safety: called from the session's compute thread only.
 #pragma once
 
+#include <strata/expert_counters.h>
 #include <strata/status.h>
 
 #include <functional>
@@ -34,25 +35,6 @@ namespace strata {
 struct ClaimedExpert {
   int32_t expert;
   ExpertUnit unit;  // valid until released
-};
-
-// Counters since the store was created. Hits: the unit was resident when its layer began.
-// Read-ahead hits: loaded by a prefetch that finished in time; late: still in flight when
-// claimed. Misses: read on demand.
-struct ExpertStoreStats {
-  uint64_t hits = 0;
-  uint64_t readahead_hits = 0;
-  uint64_t late_readaheads = 0;
-  uint64_t misses = 0;
-  uint64_t readaheads_issued = 0;
-  uint64_t readaheads_wasted = 0;  // predicted, never used, dropped
-  uint64_t bytes_read = 0;
-  // Bytes of the claimed units that were not resident when their layer began (misses,
-  // read-ahead hits, late read-aheads): what even a perfect read-ahead must read. The I/O
-  // bound is the disk's bandwidth over these; bytes_read adds wasted read-aheads.
-  uint64_t missed_bytes = 0;
-  double host_wait_ms = 0;    // time the compute thread spent blocked in claim_next
-  double disk_active_ms = 0;  // wall time with at least one read running (IoEngineStats)
 };
 
 class ExpertStore {
@@ -81,7 +63,8 @@ class ExpertStore {
   // Whether a unit is resident for cache-aware routing. Changes only at deterministic points
   // (see above).
   virtual bool is_resident(int layer, int32_t expert) const = 0;
-  virtual ExpertStoreStats stats() const = 0;
+  // Counters since the store was created.
+  virtual ExpertCounters stats() const = 0;
   // Runs `hook` on the compute thread each time it is about to block on an expert read, so the
   // caller can make its other threads stop spinning (ThreadPool::rest) while the reads need the
   // cores. A store that never blocks ignores it.

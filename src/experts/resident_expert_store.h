@@ -19,12 +19,12 @@ class ResidentExpertStore final : public ExpertStore {
   void release(int, std::span<const ClaimedExpert>) override {}
   void end_layer(int) override {}
   bool is_resident(int, int32_t) const override { return true; }
-  ExpertStoreStats stats() const override { return stats_; }
+  ExpertCounters stats() const override { return stats_; }
 
  private:
   ExpertLayout layout_;
   std::vector<int32_t> pending_;  // experts of the current layer not yet claimed
-  ExpertStoreStats stats_;
+  ExpertCounters stats_;
 };
 
 }  // namespace strata

@@ -352,8 +352,8 @@ bool StreamingExpertStore::is_resident(int layer, int32_t expert) const {
   return !slots_[size_t(arena_->class_of_layer(layer))][size_t(index)].speculative;
 }
 
-ExpertStoreStats StreamingExpertStore::stats() const {
-  ExpertStoreStats stats = stats_;
+ExpertCounters StreamingExpertStore::stats() const {
+  ExpertCounters stats = stats_;
   const IoEngineStats io = engine_->stats();
   stats.bytes_read = io.bytes_read;
   stats.disk_active_ms = io.active_seconds * 1000;

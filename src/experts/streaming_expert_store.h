@@ -64,7 +64,7 @@ class StreamingExpertStore final : public ExpertStore {
   void end_layer(int layer) override;
   void expect_next_visit(int layer, std::span<const float> scores) override;
   bool is_resident(int layer, int32_t expert) const override;
-  ExpertStoreStats stats() const override;
+  ExpertCounters stats() const override;
   void set_before_blocking(std::function<void()> hook) override {
     before_blocking_ = std::move(hook);
   }
@@ -133,7 +133,7 @@ class StreamingExpertStore final : public ExpertStore {
   int current_layer_ = -1;
   bool current_prefill_ = false;
   std::vector<Need> needs_;
-  ExpertStoreStats stats_;
+  ExpertCounters stats_;
 };
 
 }  // namespace strata

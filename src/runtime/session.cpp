@@ -30,45 +30,18 @@ double SessionStats::decode_tokens_per_s() const {
   return decode_ms > 0 ? double(decode_tokens) / (decode_ms / 1000.0) : 0.0;
 }
 
+bool streams_experts(const SessionOptions& options) {
+  return options.memory_budget > 0 || options.arena_share > 0;
+}
+
 ExpertCounters SessionStats::decode_experts() const {
   ExpertCounters sum;
-  for (const Step& step : steps) {
-    if (step.prefill) continue;
-    sum.hits += step.experts.hits;
-    sum.readahead_hits += step.experts.readahead_hits;
-    sum.late_readaheads += step.experts.late_readaheads;
-    sum.misses += step.experts.misses;
-    sum.readaheads_issued += step.experts.readaheads_issued;
-    sum.readaheads_wasted += step.experts.readaheads_wasted;
-    sum.bytes_read += step.experts.bytes_read;
-    sum.missed_bytes += step.experts.missed_bytes;
-    sum.host_wait_ms += step.experts.host_wait_ms;
-    sum.disk_active_ms += step.experts.disk_active_ms;
-  }
+  for (const Step& step : steps)
+    if (!step.prefill) sum += step.experts;
   return sum;
 }
 
-double ExpertCounters::hit_rate() const {
-  const uint64_t claims = hits + readahead_hits + late_readaheads + misses;
-  return claims ? double(hits + readahead_hits) / double(claims) : 0.0;
-}
-
 namespace {
-
-ExpertCounters counters_of(const ExpertStoreStats& s) {
-  ExpertCounters c;
-  c.hits = s.hits;
-  c.readahead_hits = s.readahead_hits;
-  c.late_readaheads = s.late_readaheads;
-  c.misses = s.misses;
-  c.readaheads_issued = s.readaheads_issued;
-  c.readaheads_wasted = s.readaheads_wasted;
-  c.bytes_read = s.bytes_read;
-  c.missed_bytes = s.missed_bytes;
-  c.host_wait_ms = s.host_wait_ms;
-  c.disk_active_ms = s.disk_active_ms;
-  return c;
-}
 
 // Small units are latency-bound: a read takes about as long whatever its size, longer than a
 // layer's compute, so predicting two layers ahead turns late read-aheads into timely ones
@@ -80,21 +53,6 @@ ExpertCounters counters_of(const ExpertStoreStats& s) {
 // units: 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
 int default_readahead_layers(const ExpertLayout& experts) {
   return experts.has_large_units() ? 1 : 2;
-}
-
-ExpertCounters difference(const ExpertCounters& a, const ExpertCounters& b) {
-  ExpertCounters d;
-  d.hits = a.hits - b.hits;
-  d.readahead_hits = a.readahead_hits - b.readahead_hits;
-  d.late_readaheads = a.late_readaheads - b.late_readaheads;
-  d.misses = a.misses - b.misses;
-  d.readaheads_issued = a.readaheads_issued - b.readaheads_issued;
-  d.readaheads_wasted = a.readaheads_wasted - b.readaheads_wasted;
-  d.bytes_read = a.bytes_read - b.bytes_read;
-  d.missed_bytes = a.missed_bytes - b.missed_bytes;
-  d.host_wait_ms = a.host_wait_ms - b.host_wait_ms;
-  d.disk_active_ms = a.disk_active_ms - b.disk_active_ms;
-  return d;
 }
 
 }  // namespace
@@ -221,7 +179,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   RoutingOptions routing;
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
-  const bool streaming = options.memory_budget > 0 || options.arena_share > 0;
+  const bool streaming = streams_experts(options);
   if (!options.next_expert_predictor_path.empty()) {
     // Checked even when every expert is resident, so a wrong file is said at once.
     STRATA_ASSIGN_OR_RETURN(
@@ -297,13 +255,13 @@ int64_t Session::n_ctx() const { return impl_->cache->n_ctx(); }
 int64_t Session::n_past() const { return int64_t(impl_->context.size()); }
 std::span<const float> Session::logits() const { return impl_->logits; }
 const SessionStats& Session::stats() const {
-  impl_->stats.experts =
-      difference(counters_of(impl_->loaded.experts->stats()), impl_->counters_at_reset);
+  impl_->stats.experts = impl_->loaded.experts->stats();
+  impl_->stats.experts -= impl_->counters_at_reset;
   return impl_->stats;
 }
 void Session::reset_stats() {
   impl_->stats = SessionStats();
-  impl_->counters_at_reset = counters_of(impl_->loaded.experts->stats());
+  impl_->counters_at_reset = impl_->loaded.experts->stats();
 }
 const std::string& Session::memory_plan() const { return impl_->loaded.memory_plan; }
 uint64_t Session::peak_rss_bytes() { return strata::peak_rss_bytes(); }
@@ -330,7 +288,7 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     return Status::errorf("the context holds {} tokens; {} more exceed its size {} (use --ctx)",
                           context.size(), tokens.size(), cache->n_ctx());
   const auto start = std::chrono::steady_clock::now();
-  const ExpertCounters before = counters_of(loaded.experts->stats());
+  const ExpertCounters before = loaded.experts->stats();
   const size_t chunk = size_t(std::max<int64_t>(1, options.prefill_chunk));
   if (all_logits) all_logits->clear();
   decoding = tokens.size() == 1;
@@ -357,8 +315,9 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     stats.decode_tokens += 1;
     stats.decode_ms += ms;
   }
-  stats.steps.push_back({prefill, int64_t(tokens.size()), ms,
-                         difference(counters_of(loaded.experts->stats()), before)});
+  ExpertCounters during = loaded.experts->stats();
+  during -= before;
+  stats.steps.push_back({prefill, int64_t(tokens.size()), ms, during});
   return Status();
 }
 

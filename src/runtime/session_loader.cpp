@@ -119,24 +119,55 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
   return plan_memory(described, backend, request);
 }
 
+// The arena's bytes: what the budget's plan leaves it (the plan is printed, and kept for
+// memory_plan()), or the requested share of the expert units, at least what a token needs.
+Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& described,
+                                 const Backend& backend, const FileReader& reader,
+                                 LoadedSession& session) {
+  const ExpertLayout& layout = described.weights().experts;
+  if (options.memory_budget > 0) {
+    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, described, backend, reader));
+    session.memory_plan = plan.to_text();
+    if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
+    STRATA_RETURN_IF_ERROR(plan.shortfall);
+    return plan.arena_bytes;
+  }
+  const int k = int(described.config().n_expert_used);
+  return std::max(ExpertArena::minimum_bytes(layout, reader.alignment(), k),
+                  uint64_t(options.arena_share *
+                           double(ExpertArena::all_units_bytes(layout, reader.alignment()))));
+}
+
+// How the experts stream, for describe(): the arena, the policy and the reads.
+std::string streaming_store_description(const StreamingExpertStore& store,
+                                        const ModelConfig& config, const SessionOptions& options,
+                                        int io_depth, int reads_per_unit, bool direct,
+                                        const ExpertRowOrder& rows) {
+  const ExpertArena& arena = store.arena();
+  const bool uring = store.io_backend() == IoBackend::kUring;
+  return fmt::format(
+      "experts streamed into a {} arena of {} slots ({} of {} units, {} "
+      "policy, {} I/O threads, {} ({} in flight, {} a unit){}{})",
+      format_bytes(arena.bytes()), arena.total_slots(),
+      fmt::format("{:.0f} %",
+                  100.0 * arena.total_slots() / double(config.n_layer * config.n_expert)),
+      config.n_layer * config.n_expert, options.cache_policy, options.io_threads,
+      io_backend_name(store.io_backend()), uring ? io_depth : options.io_threads,
+      reads_per_unit == 1 ? "one read" : "three reads",
+      direct ? ", O_DIRECT" : ", buffered: no O_DIRECT here",
+      rows.grouped_after_read     ? ", Q4_0 rows grouped after each read"
+      : rows.ungrouped_after_read ? ", Q4_0 rows ungrouped after each read (no grouped kernel)"
+      : rows.grouped_in_file      ? ", Q4_0 rows grouped in the file"
+                                  : "");
+}
+
 Status load_streaming(const SessionOptions& options, Backend& backend,
                       std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
   const ExpertLayout& layout = described->weights().experts;
-  uint64_t arena_bytes = 0;
-  if (options.memory_budget > 0) {
-    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, backend, *reader));
-    session.memory_plan = plan.to_text();
-    if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
-    STRATA_RETURN_IF_ERROR(plan.shortfall);
-    arena_bytes = plan.arena_bytes;
-  } else {
-    const int k = int(described->config().n_expert_used);
-    arena_bytes = std::max(ExpertArena::minimum_bytes(layout, reader->alignment(), k),
-                           uint64_t(options.arena_share * double(ExpertArena::all_units_bytes(
-                                                              layout, reader->alignment()))));
-  }
+  STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
+                          arena_bytes_for(options, *described, backend, *reader, session));
 
   std::shared_ptr<LoadedTensorData> dense;
   {
@@ -183,27 +214,13 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
         split_reads ? "each expert one read instead of three small ones" : "",
         split_reads && rows.grouped_after_read ? " and " : "",
         rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
-  const ExpertArena& arena = store->arena();
   session.read_pattern =
       ExpertReadPattern{.read_bytes = largest_unit_read(layout, reader->alignment()),
                         .in_flight = store->io_backend() == IoBackend::kUring
                                          ? store_options.io_depth * reads_per_unit
                                          : options.io_threads};
-  session.store = fmt::format(
-      "experts streamed into a {} arena of {} slots ({} of {} units, {} "
-      "policy, {} I/O threads, {} ({} in flight, {} a unit){}{})",
-      format_bytes(arena.bytes()), arena.total_slots(),
-      fmt::format("{:.0f} %",
-                  100.0 * arena.total_slots() / double(config.n_layer * config.n_expert)),
-      config.n_layer * config.n_expert, options.cache_policy, options.io_threads,
-      io_backend_name(store->io_backend()),
-      store->io_backend() == IoBackend::kUring ? store_options.io_depth : options.io_threads,
-      reads_per_unit == 1 ? "one read" : "three reads",
-      reader->direct() ? ", O_DIRECT" : ", buffered: no O_DIRECT here",
-      rows.grouped_after_read     ? ", Q4_0 rows grouped after each read"
-      : rows.ungrouped_after_read ? ", Q4_0 rows ungrouped after each read (no grouped kernel)"
-      : rows.grouped_in_file      ? ", Q4_0 rows grouped in the file"
-                                  : "");
+  session.store = streaming_store_description(*store, config, options, store_options.io_depth,
+                                              reads_per_unit, reader->direct(), rows);
   session.experts = std::move(store);
   return Status();
 }
@@ -224,10 +241,10 @@ Result<LoadedSession> load_session(const SessionOptions& options, Backend& backe
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   session.tokenizer.emplace(std::move(tokenizer));
-  if (options.memory_budget == 0 && options.arena_share <= 0) {
-    STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
-  } else {
+  if (streams_experts(options)) {
     STRATA_RETURN_IF_ERROR(load_streaming(options, backend, file, session));
+  } else {
+    STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),

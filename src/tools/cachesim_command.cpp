@@ -1,6 +1,6 @@
 // strata cachesim --trace TRACE [--trace ...] --sizes 5%,10%,25% --policies lru,successor:
 // replays expert traces (`strata trace`) through an expert cache of each size under each
-// replacement policy (experts/cache_simulator.h) and reports the hit rates, each also as a
+// replacement policy (experts/lab/cache_simulator.h) and reports the hit rates, each also as a
 // fraction of the hits of Belady's MIN (the optimum, which needs the future; always replayed).
 // Markdown to stdout (or -o), and optionally JSON (--json) and an SVG plot of hit rate
 // against arena size (--plot).
@@ -14,7 +14,7 @@
 
 #include "base/atomic_file.h"
 #include "base/svg_chart.h"
-#include "experts/cache_simulator.h"
+#include "experts/lab/cache_simulator.h"
 #include "experts/replacement_policy.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"

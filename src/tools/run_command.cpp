@@ -1,5 +1,6 @@
 // strata run -m MODEL -p TEXT: generate a continuation of a prompt, streaming it to stdout;
 // timings go to stderr (and, with --stats FILE, to a JSON file).
+#include <strata/expert_counters_json.h>
 #include <strata/session.h>
 
 #include <fmt/format.h>
@@ -24,20 +25,6 @@ struct RunFlags {
   std::string stats_path;
 };
 
-nlohmann::json counters_json(const ExpertCounters& c) {
-  return {{"hits", c.hits},
-          {"readahead_hits", c.readahead_hits},
-          {"late_readaheads", c.late_readaheads},
-          {"misses", c.misses},
-          {"readaheads_issued", c.readaheads_issued},
-          {"readaheads_wasted", c.readaheads_wasted},
-          {"bytes_read", c.bytes_read},
-          {"missed_bytes", c.missed_bytes},
-          {"host_wait_ms", c.host_wait_ms},
-          {"disk_active_ms", c.disk_active_ms},
-          {"hit_rate", c.hit_rate()}};
-}
-
 Status write_stats(const std::string& path, const Session& session, int64_t prompt_tokens) {
   const SessionStats& stats = session.stats();
   nlohmann::json steps = nlohmann::json::array();
@@ -46,7 +33,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
                      {"tokens", step.tokens},
                      {"ms", step.ms},
                      {"compute_ms", step.ms - step.experts.host_wait_ms},
-                     {"experts", counters_json(step.experts)}});
+                     {"experts", expert_counters_json(step.experts)}});
   const nlohmann::json json = {
       {"model", session.describe()},
       {"prompt_tokens", prompt_tokens},
@@ -57,7 +44,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
       {"decode_ms", stats.decode_ms},
       {"decode_compute_ms", stats.decode_ms - stats.decode_experts().host_wait_ms},
       {"decode_tokens_per_s", stats.decode_tokens_per_s()},
-      {"experts", counters_json(stats.experts)},
+      {"experts", expert_counters_json(stats.experts)},
       {"peak_rss_bytes", Session::peak_rss_bytes()},
       {"steps", steps},
   };
@@ -103,7 +90,7 @@ int run(RunFlags flags) {
     summary += fmt::format(", decode {:.2f} tok/s over {} steps", stats.decode_tokens_per_s(),
                            stats.decode_tokens);
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (flags.session.options.memory_budget > 0 || flags.session.options.arena_share > 0) {
+  if (streams_experts(flags.session.options)) {
     const ExpertCounters& e = stats.experts;
     std::fprintf(stderr,
                  "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "

@@ -1,6 +1,6 @@
 // strata trace -m MODEL (-p TEXT | -f FILE | --teacher-forced FILE) [-n N] -o TRACE: records
 // which experts the router chooses for every token and layer, and the read-ahead predictor's
-// top-k for every layer after the first (experts/expert_trace.h), for replaying through
+// top-k for every layer after the first (experts/lab/expert_trace.h), for replaying through
 // replacement policies and read-ahead with `strata cachesim`.
 //
 // With -p/-f the prompt is fed (prefill) and N tokens are generated; the last generated token
@@ -15,7 +15,7 @@
 
 #include "base/atomic_file.h"
 #include "base/whole_file.h"
-#include "experts/expert_trace.h"
+#include "experts/lab/expert_trace.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/session_flags.h"

@@ -1,5 +1,6 @@
-"""The study's data: router inputs dumped by dump.cpp (docs/*.bin), each layer's top-8 picks,
-and the proxy every script reports (share of token t+1's picks in a layer's top 16)."""
+"""The study's data: router inputs dumped by dump_router_inputs.cpp (docs/*.bin), each layer's
+top-8 picks, and the proxy every script reports (share of token t+1's picks in a layer's top
+16)."""
 import glob
 
 import numpy as np
