@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "backend/cuda_backend.h"
 #include "cpu/cpu_backend.h"
+#include "model/place_weights.h"
 #include "model/tensor_data.h"
 #include "runtime/sampler.h"
 
@@ -18,13 +20,15 @@ void throw_if_error(const Status& status) {
 }
 }  // namespace
 
-ModelRunner::ModelRunner(const std::string& path, int n_threads) {
+ModelRunner::ModelRunner(const std::string& path, int n_threads, Device device) {
   auto file = value_or_throw(gguf::GgufFile::open(path));
   // Loaded as sessions load it: Q4_0 rows grouped where this CPU groups them.
   model_ =
       value_or_throw(Model::load(file, value_or_throw(load_resident_tensor_data(*file, nullptr))));
   store_ = std::make_unique<ResidentExpertStore>(model_->weights().experts);
-  backend_ = make_cpu_backend(model_->config(), n_threads);
+  backend_ = device == Device::kCuda ? value_or_throw(make_cuda_backend(model_->config(), 0))
+                                     : make_cpu_backend(model_->config(), n_threads);
+  throw_if_error(place_weights(*model_, *backend_));
 }
 
 std::vector<float> ModelRunner::logits(const std::vector<int32_t>& tokens, int64_t chunk) {

@@ -1,5 +1,5 @@
-// Runs a model file through the forward pass for tests: teacher-forced logits in chunks of any
-// size, the routes chosen, and greedy continuations.
+// Runs a model file through the forward pass for tests, on the CPU or a GPU: teacher-forced
+// logits in chunks of any size, the routes chosen, and greedy continuations.
 #pragma once
 
 #include <strata/status.h>
@@ -15,9 +15,12 @@
 
 namespace strata::testing {
 
+enum class Device { kCpu, kCuda };
+
 class ModelRunner {
  public:
-  explicit ModelRunner(const std::string& path, int n_threads = 2);
+  // On the CPU with n_threads threads, or on CUDA device 0 (throws where there is none).
+  explicit ModelRunner(const std::string& path, int n_threads = 2, Device device = Device::kCpu);
 
   const Model& model() const { return *model_; }
   int64_t n_vocab() const { return model_->config().n_vocab; }

@@ -8,7 +8,8 @@
 //     memory, keeps its kernels in its own tables (one per format, beside the reference
 //     formats of quant/), and makes the KV cache its attention reads. It knows nothing of
 //     files, policies or architectures: the weights reach it as the structs of
-//     backend/layer_weights.h, already in its memory.
+//     backend/layer_weights.h, in host memory that the model layer has placed (place()) in
+//     the backend's own.
 //   * Every op is deterministic: work is split by shape, never by timing or thread count, and
 //     no reduction uses atomics, so logits are a function of the inputs alone.
 //   * What the host needs (router picks, read-ahead rankings, logits, what observers record)
@@ -92,6 +93,17 @@ class Backend {
   // One line: "cpu: 2 threads, avx512 kernels".
   virtual std::string describe() const = 0;
   virtual int n_threads() const = 0;
+
+  // Makes the weights at [host, host + bytes) (a matrix, a 1-D weight, resident experts) the
+  // backend's to compute with: a Matrix::data or Vector::data() inside a placed range then
+  // reaches the backend's copy of it. The CPU computes on host memory and copies nothing; a GPU
+  // uploads the range. Placing a range an earlier one holds (tied weights) does nothing.
+  // REQUIRES: the host bytes stay as they are while the backend computes with them.
+  virtual Status place(const void* host, size_t bytes) = 0;
+  // The first failure of an op since the backend was made (a GPU's failed launch or copy, device
+  // memory it could not get), naming the op. After one, ops compute nothing and route() returns
+  // valid but meaningless picks, so that a forward pass runs to its end and returns it.
+  virtual Status failure() const { return Status(); }
 
   // The keys and values of a sequence of up to n_ctx positions.
   virtual Result<std::unique_ptr<KvCache>> make_kv_cache(int64_t n_ctx) = 0;

@@ -12,6 +12,8 @@ namespace strata {
 
 // Whether this build has the CUDA backend.
 bool cuda_backend_built();
+// CUDA devices this process can use: 0 without the backend, a driver or a device.
+int cuda_device_count();
 // A backend on CUDA device `device` (0, 1, ...).
 Result<std::unique_ptr<Backend>> make_cuda_backend(const ModelShape& shape, int device);
 

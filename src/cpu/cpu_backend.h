@@ -22,6 +22,8 @@ class CpuBackend final : public Backend {
 
   std::string describe() const override;
   int n_threads() const override { return pool_.size(); }
+  // The ops read host memory where the weights already are.
+  Status place(const void*, size_t) override { return Status(); }
   Result<std::unique_ptr<KvCache>> make_kv_cache(int64_t n_ctx) override;
   uint64_t kv_cache_bytes(int64_t n_ctx) const override;
   uint64_t kv_cache_bytes_per_position() const override;

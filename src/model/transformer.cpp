@@ -50,7 +50,8 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   }
   backend_.logits(weights.output_norm, weights.output, batch.hidden, all_logits ? 0 : n - 1,
                   logits);
-  return Status();
+  // A backend's failed op leaves garbage behind it: the logits are not returned as if computed.
+  return backend_.failure();
 }
 
 void Transformer::route(int layer, const BatchActivations& batch) {

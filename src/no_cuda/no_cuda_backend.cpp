@@ -5,6 +5,8 @@ namespace strata {
 
 bool cuda_backend_built() { return false; }
 
+int cuda_device_count() { return 0; }
+
 Result<std::unique_ptr<Backend>> make_cuda_backend(const ModelShape&, int) {
   return Status::error(
       "--device cuda: this strata was built without the CUDA backend (nvcc was not found when "

@@ -13,6 +13,7 @@
 #include "experts/resident_expert_store.h"
 #include "experts/streaming_expert_store.h"
 #include "model/next_expert_predictor.h"
+#include "model/place_weights.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"
 #include "runtime/expert_usage.h"
@@ -246,6 +247,7 @@ Result<LoadedSession> load_session(const SessionOptions& options, Backend& backe
   } else {
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }
+  STRATA_RETURN_IF_ERROR(place_weights(*session.model, backend));
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
                           session.tokenizer->token_count(), session.model->config().n_vocab);

@@ -1,0 +1,386 @@
+#include "cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda_backend.h"
+#include "base/check.h"
+#include "cuda/convert_rows.h"
+#include "cuda/elementwise.h"
+#include "cuda/topk.h"
+
+namespace strata {
+namespace cuda {
+namespace {
+
+// The kernels' numbering of formats is QuantType's (formats.h).
+#define STRATA_SAME_ID(name) \
+  static_assert(uint32_t(Format::name) == uint32_t(QuantType::name), #name " ids differ")
+STRATA_SAME_ID(kF32);
+STRATA_SAME_ID(kF16);
+STRATA_SAME_ID(kBF16);
+STRATA_SAME_ID(kQ4_0);
+STRATA_SAME_ID(kQ4_1);
+STRATA_SAME_ID(kQ5_0);
+STRATA_SAME_ID(kQ5_1);
+STRATA_SAME_ID(kQ8_0);
+STRATA_SAME_ID(kQ8_1);
+STRATA_SAME_ID(kQ2_K);
+STRATA_SAME_ID(kQ3_K);
+STRATA_SAME_ID(kQ4_K);
+STRATA_SAME_ID(kQ5_K);
+STRATA_SAME_ID(kQ6_K);
+STRATA_SAME_ID(kQ8_K);
+STRATA_SAME_ID(kIQ4_NL);
+STRATA_SAME_ID(kIQ4_XS);
+#undef STRATA_SAME_ID
+
+Format format_of(QuantType type) { return Format(uint32_t(type)); }
+QuantType activation_type(QuantType weights) { return quant_traits(weights).vec_dot_type; }
+
+}  // namespace
+
+CudaBackend::CudaBackend(const ModelShape& shape, int device, cudaDeviceProp properties,
+                         cudaStream_t stream)
+    : shape_(shape), device_(device), properties_(properties), stream_(stream) {}
+
+CudaBackend::~CudaBackend() {
+  scratch_.release();
+  cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::describe() const {
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  return fmt::format("cuda: {} (device {}, {:.1f} GiB, compute {}.{}, driver {}.{})",
+                     properties_.name, device_,
+                     double(properties_.totalGlobalMem) / double(uint64_t(1) << 30),
+                     properties_.major, properties_.minor, driver / 1000, driver % 1000 / 10);
+}
+
+bool CudaBackend::ok(cudaError_t error, const char* operation) {
+  if (error != cudaSuccess && failure_.ok()) failure_ = cuda_status(error, operation);
+  return failure_.ok();
+}
+
+bool CudaBackend::ok(const Status& status) {
+  if (!status.ok() && failure_.ok()) failure_ = status;
+  return failure_.ok();
+}
+
+Status CudaBackend::place(const void* host, size_t bytes) { return weights_.place(host, bytes); }
+
+Result<std::unique_ptr<KvCache>> CudaBackend::make_kv_cache(int64_t n_ctx) {
+  const size_t shared = attention_shared_bytes(n_ctx, shape_.head_dim);
+  if (shared > properties_.sharedMemPerBlockOptin)
+    return Status::errorf(
+        "cuda: a context of {} positions needs {} bytes of shared memory for attention's "
+        "scores; {} has {} (at most {} positions)",
+        n_ctx, shared, properties_.name, properties_.sharedMemPerBlockOptin,
+        properties_.sharedMemPerBlockOptin / sizeof(float) - size_t(shape_.head_dim));
+  STRATA_RETURN_IF_ERROR(
+      cuda_status(allow_attention_shared_bytes(shared), "setting attention's shared memory"));
+  STRATA_ASSIGN_OR_RETURN(auto cache, CudaKvCache::create(shape_, n_ctx));
+  return std::unique_ptr<KvCache>(std::move(cache));
+}
+
+uint64_t CudaBackend::kv_cache_bytes(int64_t n_ctx) const {
+  return CudaKvCache::bytes_for(shape_, n_ctx);
+}
+
+uint64_t CudaBackend::kv_cache_bytes_per_position() const {
+  return CudaKvCache::bytes_per_position(shape_);
+}
+
+Result<std::unique_ptr<ExpertSlotMemory>> CudaBackend::make_expert_slot_memory(
+    std::span<const SlotClassShape>, size_t) {
+  return Status::error(
+      "--device cuda keeps every expert in device memory: an expert arena (--mem, --arena) is "
+      "not built for CUDA yet");
+}
+
+uint64_t CudaBackend::scratch_bytes(const ScratchShape& shape) const {
+  return CudaScratch::bytes_for(shape_, shape);
+}
+
+void CudaBackend::release_scratch() {
+  // The ops queued may still read the scratch.
+  ok(cudaStreamSynchronize(stream_), "finishing the batch");
+  scratch_.release();
+  allocated_tokens_ = 0;
+}
+
+BatchActivations& CudaBackend::begin_batch(int64_t n_tokens) {
+  if (n_tokens > allocated_tokens_ && failure_.ok()) {
+    ok(cudaStreamSynchronize(stream_), "finishing the batch");
+    if (ok(scratch_.allocate(shape_, n_tokens))) allocated_tokens_ = n_tokens;
+  }
+  auto rows = [&](const DeviceBuffer& buffer) {
+    return Activations{buffer.as<float>(), n_tokens, shape_.n_embd};
+  };
+  batch_ = {rows(scratch_.hidden), rows(scratch_.normed), rows(scratch_.lookahead),
+            rows(scratch_.moe_out)};
+  for (ConvertedRows& set : scratch_.general) set.source = nullptr;
+  return batch_;
+}
+
+const float* CudaBackend::device_vector(const Vector& v) const {
+  return v.empty() ? nullptr : weights_.resolve(v.data());
+}
+
+void CudaBackend::written(const float* buffer) {
+  for (ConvertedRows& set : scratch_.general)
+    if (set.source == buffer) set.source = nullptr;
+}
+
+void CudaBackend::convert_into(const float* x, int64_t x_stride, ConvertedRows& set, Format format,
+                               int64_t n_rows, int64_t n_in, std::span<const RowRange> ranges) {
+  const ConvertRequest request{x, x_stride, set.view(format, n_rows, n_in), ranges};
+  ok(launch_convert_rows(request, stream_), "converting activations");
+  set.source = x;
+  set.format = format;
+  set.n_rows = n_rows;
+  set.n_in = n_in;
+  set.last_use = ++conversions_;
+}
+
+ActivationRows CudaBackend::converted(Activations x, QuantType type) {
+  const Format format = format_of(activation_type(type));
+  if (format == Format::kF32) {
+    ActivationRows rows;
+    rows.format = Format::kF32;
+    rows.n_in = x.width;
+    rows.values = x.data;
+    return rows;
+  }
+  ConvertedRows* oldest = &scratch_.general[0];
+  for (ConvertedRows& set : scratch_.general) {
+    if (set.source == x.data && set.format == format && set.n_rows == x.n_rows &&
+        set.n_in == x.width) {
+      set.last_use = ++conversions_;
+      return set.view(format, x.n_rows, x.width);
+    }
+    if (set.last_use < oldest->last_use) oldest = &set;
+  }
+  const RowRange all{0, x.n_rows};
+  convert_into(x.data, x.width, *oldest, format, x.n_rows, x.width, {&all, 1});
+  return oldest->view(format, x.n_rows, x.width);
+}
+
+MatmulTask CudaBackend::task_for(const Matrix& w, int64_t x_first, int64_t n_cols, float* y,
+                                 int64_t y_stride) {
+  STRATA_CHECK(!w.group_before_use);
+  MatmulTask task;
+  task.w = weights_.resolve(w.data);
+  task.n_out = w.n_out;
+  task.x_first = x_first;
+  task.n_cols = n_cols;
+  task.y = y;
+  task.y_stride = y_stride;
+  return task;
+}
+
+void CudaBackend::run(std::span<const Product> products) {
+  if (!failure_.ok()) return;
+  std::vector<bool> done(products.size(), false);
+  std::vector<MatmulTask> tasks;
+  for (size_t i = 0; i < products.size(); ++i) {
+    if (done[i]) continue;
+    const Product& first = products[i];
+    tasks.clear();
+    for (size_t j = i; j < products.size(); ++j) {
+      const Product& p = products[j];
+      if (done[j] || p.w->type != first.w->type || p.w->grouped_rows != first.w->grouped_rows ||
+          p.w->n_in != first.w->n_in || p.x.values != first.x.values ||
+          p.x.format != first.x.format || p.x.row_map != first.x.row_map ||
+          p.x.broadcast != first.x.broadcast)
+        continue;
+      tasks.push_back(p.task);
+      done[j] = true;
+    }
+    const MatmulRequest request{format_of(first.w->type), first.w->grouped_rows, first.w->n_in,
+                                first.w->row_bytes(), first.x, tasks};
+    if (!ok(launch_matmul(request, stream_), "a matrix product")) return;
+  }
+}
+
+void CudaBackend::embed(const Matrix& table, std::span<const int32_t> tokens, Activations hidden) {
+  if (!failure_.ok()) return;
+  upload(tokens, scratch_.token_ids, "copying token ids to the device");
+  ok(launch_dequantize_rows(format_of(table.type), weights_.resolve(table.data), table.row_bytes(),
+                            table.n_in, scratch_.token_ids.as<int32_t>(), int64_t(tokens.size()),
+                            hidden.data, stream_),
+     "the embedding");
+  written(hidden.data);
+}
+
+void CudaBackend::rms_norm(const Vector& weight, Activations x, Activations out) {
+  if (!failure_.ok()) return;
+  ok(launch_rms_norm(x.data, x.width, device_vector(weight), x.width, x.n_rows, shape_.rms_eps,
+                     out.data, out.width, stream_),
+     "an RMS norm");
+  written(out.data);
+}
+
+RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
+  const int64_t n = x.n_rows, n_expert = router.n_out;
+  const int k = request.k;
+  const size_t count = size_t(n * k);
+  if (failure_.ok()) {
+    const Product product{&router, converted(x, router.type),
+                          task_for(router, 0, n, scratch_.router_logits.as<float>(), n_expert)};
+    run({&product, 1});
+    const bool cache_aware = request.moce_bonus != 0.0f;
+    if (cache_aware) upload(request.resident, scratch_.resident, "copying residency to the device");
+    RouteLaunch launch;
+    launch.logits = scratch_.router_logits.as<float>();
+    launch.n_tokens = n;
+    launch.n_expert = n_expert;
+    launch.k = k;
+    launch.renormalize = request.renormalize;
+    launch.moce_bonus = request.moce_bonus;
+    launch.moce_protect = request.moce_protect;
+    launch.resident = cache_aware ? scratch_.resident.data() : nullptr;
+    launch.picks = scratch_.route_out.as<int32_t>();
+    launch.weights = reinterpret_cast<float*>(scratch_.route_out.as<int32_t>() + count);
+    ok(launch_route(launch, stream_), "routing");
+    if (failure_.ok())
+      ok(cudaMemcpyAsync(scratch_.route_readback.data(), scratch_.route_out.data(), 2 * count * 4,
+                         cudaMemcpyDeviceToHost, stream_),
+         "copying routes to the host");
+    if (failure_.ok()) ok(cudaStreamSynchronize(stream_), "routing");
+  }
+  if (!failure_.ok()) {
+    // Valid expert ids, so that the layer loop runs to its end and reports the failure.
+    picks_.assign(count, 0);
+    weights_out_.assign(count, 0.0f);
+    return {picks_, weights_out_};
+  }
+  const int32_t* picks = scratch_.route_readback.as<int32_t>();
+  return {{picks, count}, {reinterpret_cast<const float*>(picks + count), count}};
+}
+
+std::span<const int32_t> CudaBackend::rank_experts(const Matrix& router, Activations x, int count) {
+  const int64_t n = x.n_rows, n_expert = router.n_out;
+  if (failure_.ok()) {
+    const Product product{&router, converted(x, router.type),
+                          task_for(router, 0, n, scratch_.rank_logits.as<float>(), n_expert)};
+    run({&product, 1});
+    ok(launch_rank(scratch_.rank_logits.as<float>(), n, n_expert, count,
+                   scratch_.ranked.as<int32_t>(), stream_),
+       "ranking experts");
+  }
+  download(scratch_.ranked, size_t(n * count), ranked_, "copying rankings to the host");
+  if (!failure_.ok()) std::fill(ranked_.begin(), ranked_.end(), 0);
+  return ranked_;
+}
+
+std::span<const float> CudaBackend::product_of_row(const Matrix& w, Activations x, int64_t row) {
+  if (failure_.ok() && scratch_.row_product.bytes() < size_t(w.n_out) * sizeof(float)) {
+    Result<DeviceBuffer> buffer =
+        DeviceBuffer::allocate(size_t(w.n_out) * sizeof(float), "the predictor's scores");
+    if (ok(buffer.status())) scratch_.row_product = std::move(buffer).value();
+  }
+  if (failure_.ok()) {
+    const Product product{&w, converted(x, w.type),
+                          task_for(w, row, 1, scratch_.row_product.as<float>(), w.n_out)};
+    run({&product, 1});
+  }
+  download(scratch_.row_product, size_t(w.n_out), row_product_, "copying scores to the host");
+  return row_product_;
+}
+
+std::span<const float> CudaBackend::host_view(Activations x) {
+  host_view_.resize(size_t(x.n_rows * x.width));
+  if (failure_.ok())
+    ok(cudaMemcpyAsync(host_view_.data(), x.data, host_view_.size() * sizeof(float),
+                       cudaMemcpyDeviceToHost, stream_),
+       "copying activations to the host");
+  return host_view_;
+}
+
+void CudaBackend::add(Activations x, Activations y) {
+  if (!failure_.ok()) return;
+  ok(launch_add(x.data, y.data, x.n_rows * x.width, stream_), "an addition");
+  written(y.data);
+}
+
+void CudaBackend::logits(const Vector& norm, const Matrix& output, Activations hidden,
+                         int64_t first_row, std::vector<float>& logits) {
+  const int64_t n_rows = hidden.n_rows - first_row, n_vocab = output.n_out;
+  const size_t bytes = size_t(n_rows * n_vocab) * sizeof(float);
+  if (failure_.ok() && scratch_.logits.bytes() < bytes) {
+    scratch_.logits = DeviceBuffer();
+    Result<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes, "the logits");
+    if (ok(buffer.status())) scratch_.logits = std::move(buffer).value();
+  }
+  if (failure_.ok()) {
+    const Activations normed{scratch_.normed.as<float>(), n_rows, hidden.width};
+    rms_norm(norm, {hidden.data + first_row * hidden.width, n_rows, hidden.width}, normed);
+    const Product product{&output, converted(normed, output.type),
+                          task_for(output, 0, n_rows, scratch_.logits.as<float>(), n_vocab)};
+    run({&product, 1});
+  }
+  download(scratch_.logits, size_t(n_rows * n_vocab), logits, "copying logits to the host");
+}
+
+}  // namespace cuda
+
+bool cuda_backend_built() { return true; }
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+Result<std::unique_ptr<Backend>> make_cuda_backend(const ModelShape& shape, int device) {
+  int count = 0;
+  if (const cudaError_t error = cudaGetDeviceCount(&count); error != cudaSuccess) {
+    cudaGetLastError();
+    return Status::errorf("--device cuda: no usable CUDA driver or device ({})",
+                          cudaGetErrorString(error));
+  }
+  if (count == 0) return Status::error("--device cuda: no CUDA device found");
+  if (device < 0 || device >= count)
+    return Status::errorf("--gpu {}: this machine has {} CUDA device{} (0 to {})", device, count,
+                          count == 1 ? "" : "s", count - 1);
+  cudaDeviceProp properties;
+  STRATA_RETURN_IF_ERROR(cuda::cuda_status(cudaGetDeviceProperties(&properties, device),
+                                           "reading the device's properties"));
+  if (properties.major < 9)
+    return Status::errorf(
+        "--device cuda: device {} ({}) has compute capability {}.{}; this build's kernels are "
+        "for 9.0 (Hopper)",
+        device, properties.name, properties.major, properties.minor);
+  const int64_t widths[] = {shape.n_embd, shape.n_head * shape.head_dim, shape.n_ff_expert,
+                            shape.n_ff_shared};
+  for (const int64_t width : widths)
+    if (width % cuda::kChunkWeights != 0)
+      return Status::errorf("--device cuda: a row length of {} is not a multiple of {}, which "
+                            "the CUDA kernels need", width, cuda::kChunkWeights);
+  if (shape.head_dim > cuda::kMaxHeadDim)
+    return Status::errorf("--device cuda: heads of {} dimensions are more than the {} the "
+                          "attention kernels take", shape.head_dim, cuda::kMaxHeadDim);
+  if (shape.n_expert > cuda::kMaxRoutedExperts || shape.n_expert_used > cuda::kMaxExpertsUsed)
+    return Status::errorf("--device cuda: {} experts, {} per token, are more than the routing "
+                          "kernel takes ({}, {})", shape.n_expert, shape.n_expert_used,
+                          cuda::kMaxRoutedExperts, cuda::kMaxExpertsUsed);
+  // The host waits for every layer's routes: spinning answers sooner than sleeping.
+  cudaSetDeviceFlags(cudaDeviceScheduleSpin);
+  cudaGetLastError();  // fails harmlessly where the device's context exists already
+  STRATA_RETURN_IF_ERROR(cuda::cuda_status(cudaSetDevice(device), "selecting the device"));
+  cudaStream_t stream;
+  STRATA_RETURN_IF_ERROR(cuda::cuda_status(
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));
+  return std::unique_ptr<Backend>(
+      std::make_unique<cuda::CudaBackend>(shape, device, properties, stream));
+}
+
+}  // namespace strata

@@ -1,0 +1,129 @@
+// The CUDA backend: the layer ops of backend/backend.h on one GPU, with every weight in device
+// memory (placed there by the model layer, weight_placement.h), the KV cache and the scratch
+// there too, and the kernels of src/cuda/ on one stream.
+//
+// The host waits for the device where it needs a result: the router's picks (route(), once per
+// MoE layer), read-ahead rankings, logits and what observers read. A failed launch, copy or
+// allocation is kept (failure()); from then on the ops compute nothing and return valid but
+// meaningless routes, so the forward pass ends and reports it instead of computing garbage.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "base/check.h"
+#include "cuda/convert_rows.h"
+#include "cuda/cuda_kv_cache.h"
+#include "cuda/cuda_scratch.h"
+#include "cuda/matmul.h"
+#include "cuda/weight_placement.h"
+
+namespace strata::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  // REQUIRES: cudaSetDevice(device) succeeded; shape checked (make_cuda_backend).
+  CudaBackend(const ModelShape& shape, int device, cudaDeviceProp properties, cudaStream_t stream);
+  ~CudaBackend() override;
+
+  std::string describe() const override;
+  int n_threads() const override { return 1; }
+  Status place(const void* host, size_t bytes) override;
+  Status failure() const override { return failure_; }
+  Result<std::unique_ptr<KvCache>> make_kv_cache(int64_t n_ctx) override;
+  uint64_t kv_cache_bytes(int64_t n_ctx) const override;
+  uint64_t kv_cache_bytes_per_position() const override;
+  Result<std::unique_ptr<ExpertSlotMemory>> make_expert_slot_memory(
+      std::span<const SlotClassShape> classes, size_t alignment) override;
+  uint64_t scratch_bytes(const ScratchShape& shape) const override;
+  void release_scratch() override;
+  BatchActivations& begin_batch(int64_t n_tokens) override;
+
+  void embed(const Matrix& table, std::span<const int32_t> tokens, Activations hidden) override;
+  void attention(const AttentionWeights& weights, int layer, int64_t pos0, KvCache& cache,
+                 Activations hidden) override;
+  void rms_norm(const Vector& weight, Activations x, Activations out) override;
+  RouteResult route(const Matrix& router, Activations x, const RouteRequest& request) override;
+  std::span<const int32_t> rank_experts(const Matrix& router, Activations x, int count) override;
+  std::span<const float> product_of_row(const Matrix& w, Activations x, int64_t row) override;
+  std::span<const float> host_view(Activations x) override;
+  void gather_expert_inputs(Activations x, std::span<const int64_t> token_of_row,
+                            QuantType gate_type, QuantType up_type, QuantType down_type) override;
+  void compute_experts(std::span<const ExpertJob> jobs) override;
+  void mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights, int k,
+                   Activations moe_out) override;
+  void shared_expert(const SharedExpertWeights& weights, Activations x,
+                     Activations moe_out) override;
+  void add(Activations x, Activations y) override;
+  void logits(const Vector& norm, const Matrix& output, Activations hidden, int64_t first_row,
+              std::vector<float>& logits) override;
+
+ private:
+  // One product of a weight matrix with activation rows (matmul.h), before grouping.
+  struct Product {
+    const Matrix* w;
+    ActivationRows x;
+    MatmulTask task;
+  };
+
+  // Keeps the first failure; true while there is none.
+  bool ok(cudaError_t error, const char* operation);
+  bool ok(const Status& status);
+  // x converted to the activation format of weights of `type`, cached per format until x is
+  // written again (written()).
+  ActivationRows converted(Activations x, QuantType type);
+  void convert_into(const float* x, int64_t x_stride, ConvertedRows& set, Format format,
+                    int64_t n_rows, int64_t n_in, std::span<const RowRange> ranges);
+  void written(const float* buffer);
+  // Launches the products, those that share a format, row length and input in one launch each.
+  void run(std::span<const Product> products);
+  MatmulTask task_for(const Matrix& w, int64_t x_first, int64_t n_cols, float* y, int64_t y_stride);
+  const float* device_vector(const Vector& v) const;
+  // Copies host values to the device buffer, asynchronously (the host copy may change after).
+  template <class T>
+  void upload(std::span<const T> values, DeviceBuffer& to, const char* what);
+  template <class T>
+  void download(const DeviceBuffer& from, size_t count, std::vector<T>& to, const char* what);
+
+  ModelShape shape_;
+  int device_;
+  cudaDeviceProp properties_;
+  cudaStream_t stream_;
+  Status failure_;
+  WeightPlacement weights_;
+  CudaScratch scratch_;
+  int64_t allocated_tokens_ = 0;
+  BatchActivations batch_;
+  uint64_t conversions_ = 0;  // a clock for the converted sets' least recent use
+  // gather_expert_inputs' views, which compute_experts reads.
+  ActivationRows gathered_gate_, gathered_up_;
+  QuantType down_input_type_ = QuantType::kF32;
+  // Host copies the ops hand out.
+  std::vector<int32_t> picks_, ranked_, host_ints_;
+  std::vector<float> weights_out_, row_product_, host_view_, host_floats_;
+};
+
+template <class T>
+void CudaBackend::upload(std::span<const T> values, DeviceBuffer& to, const char* what) {
+  STRATA_CHECK_LE(values.size_bytes(), to.bytes());
+  // From pageable memory: the copy is staged before the call returns.
+  ok(cudaMemcpyAsync(to.data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice,
+                     stream_),
+     what);
+}
+
+template <class T>
+void CudaBackend::download(const DeviceBuffer& from, size_t count, std::vector<T>& to,
+                           const char* what) {
+  to.resize(count);
+  if (!failure_.ok()) return;
+  // Into pageable memory: returns once the stream's work before it and the copy are done.
+  ok(cudaMemcpyAsync(to.data(), from.data(), count * sizeof(T), cudaMemcpyDeviceToHost, stream_),
+     what);
+}
+
+}  // namespace strata::cuda

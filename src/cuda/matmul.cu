@@ -1,0 +1,271 @@
+// The kernels of matmul.h: a warp-per-row mat-vec for decode and a 64 x 64-tiled GEMM for
+// prefill, each instantiated once per format, and the embedding row dequantizer.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/matmul.h"
+
+namespace strata::cuda {
+namespace {
+
+// Tasks per launch: the table travels as a kernel parameter (72 bytes a task, under 4 KB), read
+// in place (__grid_constant__) rather than copied to each thread's stack.
+constexpr int kTasksPerLaunch = 32;
+constexpr int kWarpSize = 32;
+constexpr int kMatvecWarps = 4;  // rows per mat-vec block, a warp each
+constexpr int kTileRows = 64, kTileCols = 64, kGemmThreads = 256;
+
+struct TaskTable {
+  MatmulTask task[kTasksPerLaunch];
+  int64_t first_block[kTasksPerLaunch + 1];
+  int32_t n_tasks;
+};
+
+struct MatmulShape {
+  int64_t n_in;
+  size_t row_bytes;
+  ActivationRows x;
+};
+
+template <class F>
+using WeightChunkOf = decltype(F::load(nullptr, 0, 0, 0));
+
+template <class F>
+constexpr bool kFloatFormat = std::is_same_v<WeightChunkOf<F>, FloatChunk>;
+
+template <class F>
+using ActivationChunkOf = std::conditional_t<kFloatFormat<F>, FloatChunk, IntActivationChunk>;
+
+template <class F>
+__device__ __forceinline__ ActivationChunkOf<F> load_activation(const ActivationRows& x,
+                                                                int64_t row, int64_t chunk) {
+  if constexpr (kFloatFormat<F>) {
+    return load_float_activation(x, row, chunk);
+  } else {
+    return load_int_activation(x, row, chunk);
+  }
+}
+
+// The task a block belongs to (tasks are few: a linear scan).
+__device__ __forceinline__ int task_of_block(const TaskTable& table, int64_t block) {
+  int t = 0;
+  while (t + 1 < table.n_tasks && block >= table.first_block[t + 1]) ++t;
+  return t;
+}
+
+__device__ __forceinline__ void finish(const MatmulTask& task, int64_t row, int64_t col,
+                                       float result) {
+  float* y = task.y + col * task.y_stride + row;
+  switch (task.epilogue) {
+    case Epilogue::kStore:
+      *y = task.bias ? result + task.bias[row] : result;
+      break;
+    case Epilogue::kAccumulate:
+      *y = *y + result;
+      break;
+    case Epilogue::kSiluTimes: {
+      const float g = task.gate[col * task.y_stride + row];
+      *y = g / (1.0f + expf(-g)) * result;
+      break;
+    }
+  }
+}
+
+template <class F>
+__global__ void __launch_bounds__(kMatvecWarps * kWarpSize)
+    matvec_kernel(const __grid_constant__ MatmulShape shape,
+                  const __grid_constant__ TaskTable table) {
+  const int t = task_of_block(table, blockIdx.x);
+  const MatmulTask& task = table.task[t];
+  const int64_t row =
+      (int64_t(blockIdx.x) - table.first_block[t]) * kMatvecWarps + threadIdx.x / kWarpSize;
+  if (row >= task.n_out) return;  // the whole warp: no barrier follows
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t n_chunks = shape.n_in / kChunkWeights;
+  float acc[kMatvecMaxCols];
+#pragma unroll
+  for (int c = 0; c < kMatvecMaxCols; ++c) acc[c] = 0.0f;
+  for (int64_t chunk = lane; chunk < n_chunks; chunk += kWarpSize) {
+    const auto w = F::load(task.w, row, shape.row_bytes, chunk);
+#pragma unroll
+    for (int c = 0; c < kMatvecMaxCols; ++c)
+      if (c < task.n_cols)
+        acc[c] += chunk_dot<F::kActivation>(w, load_activation<F>(shape.x, task.x_first + c, chunk));
+  }
+#pragma unroll
+  for (int c = 0; c < kMatvecMaxCols; ++c) {
+    if (c >= task.n_cols) break;
+    float sum = acc[c];
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) finish(task, row, c, sum);
+  }
+}
+
+// Chunks per stage of the tiled GEMM: 4 of an integer format (56 + 48 bytes a row and column),
+// 2 of a float one (128 + 128 bytes), keeping a stage within 32 KB of shared memory.
+template <class F>
+constexpr int kStageChunks = kFloatFormat<F> ? 2 : 4;
+
+template <class F>
+struct GemmStage {
+  WeightChunkOf<F> w[kStageChunks<F>][kTileRows];
+  ActivationChunkOf<F> x[kStageChunks<F>][kTileCols];
+};
+
+template <class T>
+__device__ __forceinline__ T zero_chunk() {
+  return T{};
+}
+
+// Thread (ty, tx) of 16 x 16 computes rows ty + 16 i and columns tx + 16 j (i, j < 4) of a
+// 64 x 64 tile, adding each chunk's share in chunk order.
+template <class F>
+__global__ void __launch_bounds__(kGemmThreads)
+    gemm_kernel(const __grid_constant__ MatmulShape shape, const __grid_constant__ TaskTable table) {
+  constexpr int kChunks = kStageChunks<F>;
+  __shared__ GemmStage<F> stage;
+  const int t = task_of_block(table, blockIdx.x);
+  const MatmulTask& task = table.task[t];
+  const int64_t row_tiles = (task.n_out + kTileRows - 1) / kTileRows;
+  const int64_t tile = int64_t(blockIdx.x) - table.first_block[t];
+  const int64_t row0 = tile % row_tiles * kTileRows, col0 = tile / row_tiles * kTileCols;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int64_t n_chunks = shape.n_in / kChunkWeights;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+
+  for (int64_t chunk0 = 0; chunk0 < n_chunks; chunk0 += kChunks) {
+    for (int index = threadIdx.x; index < kChunks * kTileRows; index += kGemmThreads) {
+      const int k = index / kTileRows, r = index % kTileRows;
+      const int64_t chunk = chunk0 + k, row = row0 + r, col = col0 + r;
+      stage.w[k][r] = chunk < n_chunks && row < task.n_out
+                          ? F::load(task.w, row, shape.row_bytes, chunk)
+                          : zero_chunk<WeightChunkOf<F>>();
+      stage.x[k][r] = chunk < n_chunks && col < task.n_cols
+                          ? load_activation<F>(shape.x, task.x_first + col, chunk)
+                          : zero_chunk<ActivationChunkOf<F>>();
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kChunks; ++k) {
+      ActivationChunkOf<F> x[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[j] = stage.x[k][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const WeightChunkOf<F> w = stage.w[k][ty + 16 * i];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += chunk_dot<F::kActivation>(w, x[j]);
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t row = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
+      if (row < task.n_out && col < task.n_cols) finish(task, row, col, acc[i][j]);
+    }
+}
+
+int64_t blocks_of(const MatmulTask& task, bool gemm) {
+  if (!gemm) return (task.n_out + kMatvecWarps - 1) / kMatvecWarps;
+  return (task.n_out + kTileRows - 1) / kTileRows * ((task.n_cols + kTileCols - 1) / kTileCols);
+}
+
+template <class F>
+cudaError_t run_tasks(const MatmulRequest& request, cudaStream_t stream) {
+  const MatmulShape shape{request.n_in, request.row_bytes, request.x};
+  for (const bool gemm : {false, true}) {
+    std::vector<const MatmulTask*> chosen;
+    for (const MatmulTask& task : request.tasks)
+      if ((task.n_cols > kMatvecMaxCols) == gemm && task.n_out > 0 && task.n_cols > 0)
+        chosen.push_back(&task);
+    for (size_t first = 0; first < chosen.size(); first += kTasksPerLaunch) {
+      TaskTable table;
+      table.n_tasks = int32_t(std::min<size_t>(kTasksPerLaunch, chosen.size() - first));
+      table.first_block[0] = 0;
+      for (int t = 0; t < table.n_tasks; ++t) {
+        table.task[t] = *chosen[first + size_t(t)];
+        table.first_block[t + 1] = table.first_block[t] + blocks_of(table.task[t], gemm);
+      }
+      const unsigned blocks = unsigned(table.first_block[table.n_tasks]);
+      if (gemm) {
+        gemm_kernel<F><<<blocks, kGemmThreads, 0, stream>>>(shape, table);
+      } else {
+        matvec_kernel<F><<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(shape, table);
+      }
+      const cudaError_t launched = cudaGetLastError();
+      if (launched != cudaSuccess) return launched;
+    }
+  }
+  return cudaSuccess;
+}
+
+template <class F>
+__global__ void dequantize_rows_kernel(const uint8_t* w, size_t row_bytes, int64_t n_in,
+                                       const int32_t* rows, float* out) {
+  const int64_t row = rows[blockIdx.x];
+  float* y = out + int64_t(blockIdx.x) * n_in;
+  for (int64_t chunk = threadIdx.x; chunk < n_in / kChunkWeights; chunk += blockDim.x) {
+    const auto c = F::load(w, row, row_bytes, chunk);
+    for (int i = 0; i < kChunkWeights; ++i) {
+      if constexpr (kFloatFormat<F>) {
+        y[chunk * kChunkWeights + i] = c.v[i];
+      } else {
+        y[chunk * kChunkWeights + i] = chunk_value<F>(c, i);
+      }
+    }
+  }
+}
+
+// Calls fn(F{}) with F the format struct of `format` (Q4_0Grouped where rows are grouped).
+template <class Fn>
+cudaError_t with_format(Format format, bool grouped_rows, Fn&& fn) {
+  switch (format) {
+    case Format::kF32: return fn(FormatF32{});
+    case Format::kF16: return fn(FormatF16{});
+    case Format::kBF16: return fn(FormatBF16{});
+    case Format::kQ8_0: return fn(FormatQ8_0{});
+    case Format::kQ4_0: return grouped_rows ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
+    case Format::kQ4_1: return fn(FormatQ4_1{});
+    case Format::kQ5_0: return fn(FormatQ5_0{});
+    case Format::kQ5_1: return fn(FormatQ5_1{});
+    case Format::kIQ4_NL: return fn(FormatIQ4_NL{});
+    case Format::kIQ4_XS: return fn(FormatIQ4_XS{});
+    case Format::kQ2_K: return fn(FormatQ2_K{});
+    case Format::kQ3_K: return fn(FormatQ3_K{});
+    case Format::kQ4_K: return fn(FormatQ4_K{});
+    case Format::kQ5_K: return fn(FormatQ5_K{});
+    case Format::kQ6_K: return fn(FormatQ6_K{});
+    case Format::kQ8_1:
+    case Format::kQ8_K: break;  // activation formats only
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t launch_matmul(const MatmulRequest& request, cudaStream_t stream) {
+  return with_format(request.format, request.grouped_rows,
+                     [&](auto format) { return run_tasks<decltype(format)>(request, stream); });
+}
+
+cudaError_t launch_dequantize_rows(Format format, const uint8_t* w, size_t row_bytes, int64_t n_in,
+                                   const int32_t* rows, int64_t n_rows, float* out,
+                                   cudaStream_t stream) {
+  if (n_rows == 0) return cudaSuccess;
+  return with_format(format, false, [&](auto f) {
+    dequantize_rows_kernel<decltype(f)><<<unsigned(n_rows), 128, 0, stream>>>(w, row_bytes, n_in,
+                                                                             rows, out);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace strata::cuda
