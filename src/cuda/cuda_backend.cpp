@@ -41,6 +41,12 @@ STRATA_SAME_ID(kIQ4_XS);
 Format format_of(QuantType type) { return Format(uint32_t(type)); }
 QuantType activation_type(QuantType weights) { return quant_traits(weights).vec_dot_type; }
 
+// Shared memory the attention kernel's scores may take: the device's limit for a block, less a
+// margin for the kernel's static shared memory.
+size_t attention_shared_limit(const cudaDeviceProp& properties) {
+  return properties.sharedMemPerBlockOptin - 1024;
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const ModelShape& shape, int device, cudaDeviceProp properties,
@@ -75,14 +81,12 @@ Status CudaBackend::place(const void* host, size_t bytes) { return weights_.plac
 
 Result<std::unique_ptr<KvCache>> CudaBackend::make_kv_cache(int64_t n_ctx) {
   const size_t shared = attention_shared_bytes(n_ctx, shape_.head_dim);
-  if (shared > properties_.sharedMemPerBlockOptin)
+  const size_t limit = attention_shared_limit(properties_);
+  if (shared > limit)
     return Status::errorf(
         "cuda: a context of {} positions needs {} bytes of shared memory for attention's "
         "scores; {} has {} (at most {} positions)",
-        n_ctx, shared, properties_.name, properties_.sharedMemPerBlockOptin,
-        properties_.sharedMemPerBlockOptin / sizeof(float) - size_t(shape_.head_dim));
-  STRATA_RETURN_IF_ERROR(
-      cuda_status(allow_attention_shared_bytes(shared), "setting attention's shared memory"));
+        n_ctx, shared, properties_.name, limit, limit / sizeof(float) - size_t(shape_.head_dim));
   STRATA_ASSIGN_OR_RETURN(auto cache, CudaKvCache::create(shape_, n_ctx));
   return std::unique_ptr<KvCache>(std::move(cache));
 }
@@ -376,6 +380,9 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const ModelShape& shape, int 
   cudaSetDeviceFlags(cudaDeviceScheduleSpin);
   cudaGetLastError();  // fails harmlessly where the device's context exists already
   STRATA_RETURN_IF_ERROR(cuda::cuda_status(cudaSetDevice(device), "selecting the device"));
+  STRATA_RETURN_IF_ERROR(
+      cuda::cuda_status(cuda::allow_attention_shared_bytes(cuda::attention_shared_limit(properties)),
+                        "setting attention's shared memory"));
   cudaStream_t stream;
   STRATA_RETURN_IF_ERROR(cuda::cuda_status(
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));

@@ -3,13 +3,18 @@
 // converted activation bytes in the layout of activation_chunks.h.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "base/fp16.h"
 #include "cuda/activation_chunks.h"
+#include "cuda/weight_chunks.h"
 #include "quant/q8_0.h"
 #include "quant/q8_1.h"
 #include "quant/q8_k.h"
@@ -118,6 +123,62 @@ inline HostActivations reference_activations(QuantType type, const float* x, int
     }
   }
   return a;
+}
+
+// A row's dot product adds n / 32 chunk values in float where the reference adds blocks (or
+// super-blocks) in order: each order rounds differently, by at most ~n/32 float ulps of the
+// sum of the terms' magnitudes.
+inline constexpr double kDotTolerance = 1e-5;
+
+// fn(F{}) with F the host form of the format struct (weight_chunks.h).
+template <class Fn>
+void with_host_format(QuantType type, bool grouped, Fn&& fn) {
+  switch (type) {
+    case QuantType::kF32: return fn(FormatF32{});
+    case QuantType::kF16: return fn(FormatF16{});
+    case QuantType::kBF16: return fn(FormatBF16{});
+    case QuantType::kQ8_0: return fn(FormatQ8_0{});
+    case QuantType::kQ4_0: return grouped ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
+    case QuantType::kQ4_1: return fn(FormatQ4_1{});
+    case QuantType::kQ5_0: return fn(FormatQ5_0{});
+    case QuantType::kQ5_1: return fn(FormatQ5_1{});
+    case QuantType::kIQ4_NL: return fn(FormatIQ4_NL{});
+    case QuantType::kIQ4_XS: return fn(FormatIQ4_XS{});
+    case QuantType::kQ2_K: return fn(FormatQ2_K{});
+    case QuantType::kQ3_K: return fn(FormatQ3_K{});
+    case QuantType::kQ4_K: return fn(FormatQ4_K{});
+    case QuantType::kQ5_K: return fn(FormatQ5_K{});
+    case QuantType::kQ6_K: return fn(FormatQ6_K{});
+    default: ADD_FAILURE() << "not a weight format";
+  }
+}
+
+template <class F>
+float value_of(const decltype(F::load(nullptr, 0, 0, 0))& chunk, int i) {
+  if constexpr (std::is_same_v<decltype(F::load(nullptr, 0, 0, 0)), FloatChunk>) {
+    return chunk.v[i];
+  } else {
+    return chunk_value<F>(chunk, i);
+  }
+}
+
+template <class F>
+float row_dot(const uint8_t* rows, int64_t row, size_t row_bytes, int64_t n,
+              const ActivationRows& x, int64_t x_row, double* magnitude) {
+  float sum = 0.0f;
+  *magnitude = 0;
+  for (int64_t c = 0; c < n / kChunkWeights; ++c) {
+    const auto w = F::load(rows, row, row_bytes, c);
+    float part;
+    if constexpr (std::is_same_v<decltype(w), const FloatChunk>) {
+      part = chunk_dot<F::kActivation>(w, load_float_activation(x, x_row, c));
+    } else {
+      part = chunk_dot<F::kActivation>(w, load_int_activation(x, x_row, c));
+    }
+    sum += part;
+    *magnitude += std::fabs(double(part));
+  }
+  return sum;
 }
 
 }  // namespace strata::cuda::testing

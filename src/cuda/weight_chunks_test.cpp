@@ -14,65 +14,14 @@
 namespace strata::cuda {
 namespace {
 
+using testing::kDotTolerance;
 using testing::random_floats;
 using testing::random_rows;
 using testing::reference_activations;
+using testing::row_dot;
+using testing::value_of;
 using testing::weight_formats;
-
-// A row's dot product adds n / 32 chunk values in float where the reference adds blocks (or
-// super-blocks) in order: each order rounds differently, by at most ~n/32 float ulps of the
-// sum of the terms' magnitudes.
-constexpr double kDotTolerance = 1e-5;
-
-template <class Fn>
-void with_host_format(QuantType type, bool grouped, Fn&& fn) {
-  switch (type) {
-    case QuantType::kF32: return fn(FormatF32{});
-    case QuantType::kF16: return fn(FormatF16{});
-    case QuantType::kBF16: return fn(FormatBF16{});
-    case QuantType::kQ8_0: return fn(FormatQ8_0{});
-    case QuantType::kQ4_0: return grouped ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
-    case QuantType::kQ4_1: return fn(FormatQ4_1{});
-    case QuantType::kQ5_0: return fn(FormatQ5_0{});
-    case QuantType::kQ5_1: return fn(FormatQ5_1{});
-    case QuantType::kIQ4_NL: return fn(FormatIQ4_NL{});
-    case QuantType::kIQ4_XS: return fn(FormatIQ4_XS{});
-    case QuantType::kQ2_K: return fn(FormatQ2_K{});
-    case QuantType::kQ3_K: return fn(FormatQ3_K{});
-    case QuantType::kQ4_K: return fn(FormatQ4_K{});
-    case QuantType::kQ5_K: return fn(FormatQ5_K{});
-    case QuantType::kQ6_K: return fn(FormatQ6_K{});
-    default: FAIL() << "not a weight format";
-  }
-}
-
-template <class F>
-float value_of(const decltype(F::load(nullptr, 0, 0, 0))& chunk, int i) {
-  if constexpr (std::is_same_v<decltype(F::load(nullptr, 0, 0, 0)), FloatChunk>) {
-    return chunk.v[i];
-  } else {
-    return chunk_value<F>(chunk, i);
-  }
-}
-
-template <class F>
-float row_dot(const uint8_t* rows, int64_t row, size_t row_bytes, int64_t n,
-              const ActivationRows& x, int64_t x_row, double* magnitude) {
-  float sum = 0.0f;
-  *magnitude = 0;
-  for (int64_t c = 0; c < n / kChunkWeights; ++c) {
-    const auto w = F::load(rows, row, row_bytes, c);
-    float part;
-    if constexpr (std::is_same_v<decltype(w), const FloatChunk>) {
-      part = chunk_dot<F::kActivation>(w, load_float_activation(x, x_row, c));
-    } else {
-      part = chunk_dot<F::kActivation>(w, load_int_activation(x, x_row, c));
-    }
-    sum += part;
-    *magnitude += std::fabs(double(part));
-  }
-  return sum;
-}
+using testing::with_host_format;
 
 class WeightChunks : public ::testing::TestWithParam<QuantType> {};
 

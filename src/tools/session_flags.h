@@ -62,6 +62,16 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
                       "layer's experts the next tokens use, for the arena's policy");
 }
 
+// Where the model computes (run, chat, logits, eval, bench, trace).
+inline void add_device_flags(CLI::App* command, SessionOptions& options) {
+  command
+      ->add_option("--device", options.device,
+                   "where the model computes: cpu, cuda, or auto (CUDA where this build has it "
+                   "and a device answers, else the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  command->add_option("--gpu", options.gpu, "CUDA device index")->check(at_least(0));
+}
+
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   SessionOptions& options = flags.options;
   command->add_option("-m,--model", options.model_path, "GGUF model file")->required();
@@ -76,12 +86,7 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
       ->add_option("--warm", options.warm_path,
                    "expert usage file: preload its hottest experts, save usage at exit")
       ->check(file_to_write());
-  command
-      ->add_option("--device", options.device,
-                   "where the model computes: cpu, cuda, or auto (CUDA where this build has it "
-                   "and a device answers, else the CPU)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  command->add_option("--gpu", options.gpu, "CUDA device index")->check(at_least(0));
+  add_device_flags(command, options);
   command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
       ->check(at_least(0));
   command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")

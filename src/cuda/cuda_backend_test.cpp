@@ -1,0 +1,218 @@
+// The CUDA backend's ops against the CPU backend's on a random one-layer model: attention over
+// prompts cut into chunks and decode steps (positions beyond what the golden sequences reach),
+// routing with exact ties and cache-aware routing, the experts and the shared expert, the
+// logits. The CPU backend is checked against llama.cpp by tests/golden_parity_test.cpp. Skips
+// without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "backend/cuda_backend.h"
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_test_support.h"
+
+namespace strata::cuda {
+namespace {
+
+using testing::random_floats;
+using testing::random_rows;
+
+#define SKIP_WITHOUT_GPU() \
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+// Float sums taken in another order (positions, dimensions, chunks) than the CPU's.
+constexpr double kReorderTolerance = 2e-5;
+
+ModelShape test_shape() {
+  ModelShape s;
+  s.n_layer = 1;
+  s.n_embd = 256;
+  s.n_head = 4;
+  s.n_head_kv = 2;
+  s.head_dim = 64;
+  s.n_vocab = 300;
+  s.n_expert = 16;
+  s.n_expert_used = 4;
+  s.n_ff_expert = 256;  // k-quant rows: multiples of 256
+  s.n_ff_shared = 256;
+  s.rope_freq_base = 1e6f;
+  s.rms_eps = 1e-6f;
+  return s;
+}
+
+// Random weights in host memory, each a Matrix or Vector of the layer ops.
+struct RandomWeights {
+  std::vector<std::vector<uint8_t>> storage;
+  Matrix embedding, output, router;
+  Vector output_norm, ffn_norm;
+  AttentionWeights attention;
+  SharedExpertWeights shared;
+  std::vector<Matrix> gate, up, down;  // per expert
+
+  Matrix matrix(QuantType type, int64_t n_in, int64_t n_out, uint32_t seed) {
+    storage.push_back(random_rows(type, n_out, n_in, seed));
+    return Matrix{type, storage.back().data(), n_in, n_out};
+  }
+  static Vector vector(int64_t n, uint32_t seed) {
+    Vector v = random_floats(size_t(n), seed, 0.2f);
+    for (float& x : v) x += 1.0f;
+    return v;
+  }
+
+  RandomWeights(const ModelShape& s, QuantType type) {
+    const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+    embedding = matrix(QuantType::kF32, s.n_embd, s.n_vocab, 1);
+    output = matrix(type, s.n_embd, s.n_vocab, 2);
+    router = matrix(QuantType::kF32, s.n_embd, s.n_expert, 3);
+    // Experts 3 and 5 have the same router row: their logits tie exactly.
+    std::memcpy(const_cast<uint8_t*>(router.row(5)), router.row(3), router.row_bytes());
+    output_norm = vector(s.n_embd, 4);
+    ffn_norm = vector(s.n_embd, 5);
+    attention.norm = vector(s.n_embd, 6);
+    attention.q = matrix(type, s.n_embd, q_dim, 7);
+    attention.k = matrix(type, s.n_embd, kv_dim, 8);
+    attention.v = matrix(type, s.n_embd, kv_dim, 9);
+    attention.o = matrix(type, q_dim, s.n_embd, 10);
+    attention.q_bias = random_floats(size_t(q_dim), 11, 0.1f);
+    attention.k_bias = random_floats(size_t(kv_dim), 12, 0.1f);
+    attention.v_bias = random_floats(size_t(kv_dim), 13, 0.1f);
+    attention.q_norm = vector(s.head_dim, 14);
+    attention.k_norm = vector(s.head_dim, 15);
+    shared.gate = matrix(type, s.n_embd, s.n_ff_shared, 16);
+    shared.up = matrix(type, s.n_embd, s.n_ff_shared, 17);
+    shared.down = matrix(type, s.n_ff_shared, s.n_embd, 18);
+    shared.gate_input = random_floats(size_t(s.n_embd), 19, 0.1f);
+    for (int64_t e = 0; e < s.n_expert; ++e) {
+      gate.push_back(matrix(type, s.n_embd, s.n_ff_expert, uint32_t(100 + 3 * e)));
+      up.push_back(matrix(type, s.n_embd, s.n_ff_expert, uint32_t(101 + 3 * e)));
+      down.push_back(matrix(type, s.n_ff_expert, s.n_embd, uint32_t(102 + 3 * e)));
+    }
+  }
+
+  void place_on(Backend& backend) {
+    for (const auto& bytes : storage) ASSERT_TRUE(backend.place(bytes.data(), bytes.size()).ok());
+    for (const Vector* v : {&output_norm, &ffn_norm, &attention.norm, &attention.q_bias,
+                            &attention.k_bias, &attention.v_bias, &attention.q_norm,
+                            &attention.k_norm, &shared.gate_input})
+      ASSERT_TRUE(backend.place(v->data(), v->size() * sizeof(float)).ok());
+  }
+};
+
+double relative_error(std::span<const float> ours, std::span<const float> reference) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    diff += (double(ours[i]) - reference[i]) * (double(ours[i]) - reference[i]);
+    norm += double(reference[i]) * reference[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+struct Chunk {
+  int64_t pos0, n;
+};
+
+// What one backend computes for the layer, chunk by chunk: the hidden state after attention,
+// the routes, the FFN output (routed experts and the shared one) and the logits.
+struct LayerOutputs {
+  std::vector<std::vector<float>> attended, moe, logits;
+  std::vector<std::vector<int32_t>> picks, ranked;
+  std::vector<std::vector<float>> weights;
+};
+
+LayerOutputs run_layer(Backend& backend, RandomWeights& w, const ModelShape& s,
+                       const RouteRequest& request) {
+  LayerOutputs out;
+  auto cache = backend.make_kv_cache(80);
+  EXPECT_TRUE(cache.ok());
+  const Chunk chunks[] = {{0, 40}, {40, 1}, {41, 1}, {42, 30}};
+  for (const Chunk& c : chunks) {
+    std::vector<int32_t> tokens(size_t(c.n));
+    for (int64_t t = 0; t < c.n; ++t) tokens[size_t(t)] = int32_t((c.pos0 + t) * 37 % s.n_vocab);
+    BatchActivations& batch = backend.begin_batch(c.n);
+    backend.embed(w.embedding, tokens, batch.hidden);
+    backend.attention(w.attention, 0, c.pos0, *cache.value(), batch.hidden);
+    const auto attended = backend.host_view(batch.hidden);
+    out.attended.emplace_back(attended.begin(), attended.end());
+    backend.rms_norm(w.ffn_norm, batch.hidden, batch.normed);
+    const RouteResult route = backend.route(w.router, batch.normed, request);
+    out.picks.emplace_back(route.picks.begin(), route.picks.end());
+    out.weights.emplace_back(route.weights.begin(), route.weights.end());
+    const auto ranked = backend.rank_experts(w.router, batch.normed, 6);
+    out.ranked.emplace_back(ranked.begin(), ranked.end());
+    // The model layer's grouping of rows by expert (model/transformer.cpp).
+    const int k = request.k;
+    std::vector<int64_t> rows(size_t(s.n_expert), 0), first(size_t(s.n_expert), 0);
+    for (const int32_t e : out.picks.back()) ++rows[size_t(e)];
+    for (int64_t e = 1; e < s.n_expert; ++e) first[size_t(e)] = first[size_t(e - 1)] + rows[size_t(e - 1)];
+    std::vector<int64_t> row_of_pick(size_t(c.n * k)), token_of_row(size_t(c.n * k));
+    std::vector<int64_t> filled(size_t(s.n_expert), 0);
+    for (size_t p = 0; p < row_of_pick.size(); ++p) {
+      const size_t e = size_t(out.picks.back()[p]);
+      row_of_pick[p] = first[e] + filled[e]++;
+      token_of_row[size_t(row_of_pick[p])] = int64_t(p) / k;
+    }
+    backend.gather_expert_inputs(batch.normed, token_of_row, w.gate[0].type, w.up[0].type,
+                                 w.down[0].type);
+    std::vector<ExpertJob> jobs;
+    for (int64_t e = 0; e < s.n_expert; ++e)
+      if (rows[size_t(e)] > 0)
+        jobs.push_back({w.gate[size_t(e)], w.up[size_t(e)], w.down[size_t(e)], first[size_t(e)],
+                        rows[size_t(e)]});
+    // In two claims, as a store handing out experts as they arrive would.
+    const size_t half = jobs.size() / 2;
+    backend.compute_experts(std::span(jobs).first(half));
+    backend.compute_experts(std::span(jobs).subspan(half));
+    backend.mix_experts(row_of_pick, out.weights.back(), k, batch.moe_out);
+    backend.shared_expert(w.shared, batch.normed, batch.moe_out);
+    const auto moe = backend.host_view(batch.moe_out);
+    out.moe.emplace_back(moe.begin(), moe.end());
+    std::vector<float> logits;
+    backend.logits(w.output_norm, w.output, batch.hidden, 0, logits);
+    out.logits.push_back(logits);
+    EXPECT_TRUE(backend.failure().ok()) << backend.failure().message();
+  }
+  return out;
+}
+
+class GpuBackendOps : public ::testing::TestWithParam<QuantType> {};
+
+TEST_P(GpuBackendOps, ComputeWhatTheCpuBackendComputes) {
+  SKIP_WITHOUT_GPU();
+  const ModelShape shape = test_shape();
+  RandomWeights weights(shape, GetParam());
+  std::vector<uint8_t> resident(size_t(shape.n_expert));
+  for (size_t e = 0; e < resident.size(); ++e) resident[e] = e % 3 == 0;
+  const RouteRequest requests[] = {
+      {.k = 4, .renormalize = true},
+      {.k = 4, .renormalize = false, .moce_bonus = 0.5f, .moce_protect = 1, .resident = resident}};
+  for (const RouteRequest& request : requests) {
+    const std::unique_ptr<Backend> cpu = make_cpu_backend(shape, 2);
+    auto gpu = make_cuda_backend(shape, 0);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+    weights.place_on(*gpu.value());
+    const LayerOutputs expected = run_layer(*cpu, weights, shape, request);
+    const LayerOutputs ours = run_layer(*gpu.value(), weights, shape, request);
+    const LayerOutputs again = run_layer(*gpu.value(), weights, shape, request);
+    for (size_t c = 0; c < expected.attended.size(); ++c) {
+      SCOPED_TRACE("chunk " + std::to_string(c) + (request.moce_bonus != 0 ? ", cache-aware" : ""));
+      EXPECT_LE(relative_error(ours.attended[c], expected.attended[c]), kReorderTolerance);
+      EXPECT_EQ(ours.picks[c], expected.picks[c]);
+      EXPECT_EQ(ours.ranked[c], expected.ranked[c]);
+      EXPECT_LE(relative_error(ours.weights[c], expected.weights[c]), kReorderTolerance);
+      EXPECT_LE(relative_error(ours.moe[c], expected.moe[c]), kReorderTolerance);
+      EXPECT_LE(relative_error(ours.logits[c], expected.logits[c]), kReorderTolerance);
+      EXPECT_EQ(ours.moe[c], again.moe[c]) << "a repeated run differs";
+      EXPECT_EQ(ours.logits[c], again.logits[c]) << "a repeated run differs";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, GpuBackendOps,
+                         ::testing::Values(QuantType::kF32, QuantType::kQ8_0, QuantType::kQ4_K),
+                         [](const auto& info) { return std::string(quant_traits(info.param).name); });
+
+}  // namespace
+}  // namespace strata::cuda
