@@ -62,18 +62,32 @@ STRATA_HD IntActivationChunk load_int_activation(const ActivationRows& x, int64_
   return c;
 }
 
-STRATA_HD FloatChunk load_float_activation(const ActivationRows& x, int64_t row, int64_t chunk) {
+// Word `word` (values 4 word .. 4 word + 3) of a chunk of Q8_0 / Q8_1 activations, its scale and
+// (Q8_1) its sum.
+struct IntActivationWord {
+  uint32_t q;
+  float d;
+  float s;
+};
+
+STRATA_HD IntActivationWord load_activation_word(const ActivationRows& x, int64_t row,
+                                                 int64_t chunk, int word) {
   const int64_t r = stored_row(x, row);
-  FloatChunk c;
-  if (x.format == Format::kF32) {
-    const float* v = static_cast<const float*>(x.values) + r * x.n_in + chunk * kChunkWeights;
-    for (int i = 0; i < kChunkWeights; ++i) c.v[i] = v[i];
-  } else {
-    const uint16_t* v = static_cast<const uint16_t*>(x.values) + r * x.n_in + chunk * kChunkWeights;
-    for (int i = 0; i < kChunkWeights; ++i)
-      c.v[i] = x.format == Format::kF16 ? half_to_float(v[i]) : bf16_to_float(v[i]);
-  }
-  return c;
+  const int64_t n_chunks = x.n_in / kChunkWeights;
+  IntActivationWord w;
+  w.q = reinterpret_cast<const uint32_t*>(static_cast<const int8_t*>(x.values) + r * x.n_in +
+                                          chunk * kChunkWeights)[word];
+  w.d = x.d[r * n_chunks + chunk];
+  w.s = x.format == Format::kQ8_1 ? x.s[r * n_chunks + chunk] : 0.0f;
+  return w;
+}
+
+// Value i of a row of F32, F16 or BF16 activations.
+STRATA_HD float load_float_value(const ActivationRows& x, int64_t row, int64_t i) {
+  const int64_t r = stored_row(x, row);
+  if (x.format == Format::kF32) return static_cast<const float*>(x.values)[r * x.n_in + i];
+  const uint16_t v = static_cast<const uint16_t*>(x.values)[r * x.n_in + i];
+  return x.format == Format::kF16 ? half_to_float(v) : bf16_to_float(v);
 }
 
 // sum of the products of the 16 signed codes of a[0..3] and b[0..3]
@@ -96,13 +110,6 @@ STRATA_HD float chunk_dot(const IntChunk& w, const IntActivationChunk& x) {
     if constexpr (kActivation == Format::kQ8_1) return float(sum) * w.d * x.d + w.dmin * x.s;
     return float(sum) * w.d * x.d;
   }
-}
-
-template <Format kActivation>
-STRATA_HD float chunk_dot(const FloatChunk& w, const FloatChunk& x) {
-  float sum = 0.0f;
-  for (int i = 0; i < kChunkWeights; ++i) sum += w.v[i] * x.v[i];
-  return sum;
 }
 
 // The converters' element-wise arithmetic (quant/block32.h, q8_k.cpp, f16.cpp, base/fp16.h).

@@ -26,8 +26,7 @@ __device__ T block_reduce(T value, T* shared, Op op) {
 }
 
 struct Add {
-  template <class T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ double operator()(double a, double b) const { return a + b; }
 };
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -81,16 +80,73 @@ __global__ void prepare_kernel(AttentionShape shape, AttentionInputs in, int64_t
   }
 }
 
-// Block (t, h): the scores of its positions in shared memory, their softmax, then a thread per
-// output dimension summing over the positions in order.
+// e^x for x <= 0 with the float operations of the CPU's kernel (cpu/attention_avx2.cpp,
+// exp_nonpositive): x = n ln2 + r, e^r by its Taylor series to r^7, 2^n through the exponent
+// bits; below -87 the result is 0.
+__device__ float exp_nonpositive(float x) {
+  const bool underflow = x < -87.0f;
+  x = fmaxf(x, -87.0f);
+  const float n = rintf(__fmul_rn(x, 1.44269504f));
+  float r = fmaf(-n, 0.693359375f, x);
+  r = fmaf(-n, -2.12194440e-4f, r);
+  float p = 1.0f / 5040;
+  p = fmaf(p, r, 1.0f / 720);
+  p = fmaf(p, r, 1.0f / 120);
+  p = fmaf(p, r, 1.0f / 24);
+  p = fmaf(p, r, 1.0f / 6);
+  p = fmaf(p, r, 0.5f);
+  p = fmaf(p, r, 1.0f);
+  p = fmaf(p, r, 1.0f);
+  const uint32_t bits = uint32_t(int(n) + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, 4);
+  return underflow ? 0.0f : __fmul_rn(p, scale);
+}
+
+// q·k of one position in the order of the CPU's kernel (ggml's F32 dot): four 8-lane partial
+// sums s_j over dimensions 32i + 8j + l, lanes combined as ((x0 + x4) + (x1 + x5)) + ((x2 + x6)
+// + (x3 + x7)) with x_l = (s0 + s2) + (s1 + s3), dimensions past the last multiple of 32 added
+// one by one.
+__device__ float key_score(const float* query, const float* keys, int64_t stride,
+                           int64_t head_dim) {
+  const int64_t n_main = head_dim / 32 * 32;
+  float x[8];
+  for (int l = 0; l < 8; ++l) {
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t i = 0; i < n_main; i += 32)
+      for (int j = 0; j < 4; ++j) {
+        const int64_t d = i + 8 * j + l;
+        s[j] = fmaf(keys[d * stride], query[d], s[j]);
+      }
+    x[l] = __fadd_rn(__fadd_rn(s[0], s[2]), __fadd_rn(s[1], s[3]));
+  }
+  float out = __fadd_rn(__fadd_rn(__fadd_rn(x[0], x[4]), __fadd_rn(x[1], x[5])),
+                        __fadd_rn(__fadd_rn(x[2], x[6]), __fadd_rn(x[3], x[7])));
+  for (int64_t d = n_main; d < head_dim; ++d)
+    out = __fadd_rn(out, __fmul_rn(keys[d * stride], query[d]));
+  return out;
+}
+
+// The CPU's horizontal sum of 8 lanes: ((x0 + x4) + (x2 + x6)) + ((x1 + x5) + (x3 + x7)).
+__device__ float lane_sum(const float* x) {
+  return __fadd_rn(__fadd_rn(__fadd_rn(x[0], x[4]), __fadd_rn(x[2], x[6])),
+                   __fadd_rn(__fadd_rn(x[1], x[5]), __fadd_rn(x[3], x[7])));
+}
+
+// Block (t, h): the scores of its positions in shared memory, their softmax, then the weighted
+// values, each step in the CPU kernel's order (cpu/attention_avx2.cpp): positions j are split
+// into 8 lanes by j mod 8, each lane summed in order (the exponentials' sum in double), the
+// lanes then combined as the CPU combines its vector lanes.
 __global__ void __launch_bounds__(kAttentionThreads)
     attention_kernel(AttentionShape shape, const float* q, int64_t pos0, LayerCache cache,
                      float* out) {
   extern __shared__ float shared[];
-  float* query = shared;                     // [head_dim]
-  float* scores = shared + shape.head_dim;   // [capacity]
-  __shared__ double partial_sum[kAttentionThreads / 32];
+  float* query = shared;                    // [head_dim]
+  float* scores = shared + shape.head_dim;  // [positions]
   __shared__ float partial_max[kAttentionThreads / 32];
+  __shared__ double lane_sums[8];
+  __shared__ float lanes[kAttentionThreads / 8][8 + 1];  // 16 dimensions x 8 lanes (+1: banks)
+  __shared__ float inverse;
   const int64_t t = blockIdx.x, h = blockIdx.y, head_dim = shape.head_dim;
   const int64_t kv_head = h / (shape.n_head / shape.n_head_kv);
   const int64_t n_pos = pos0 + t + 1;
@@ -101,27 +157,44 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const float* keys = cache.keys + kv_head * head_dim * cache.capacity;
   float local_max = -INFINITY;
   for (int64_t j = threadIdx.x; j < n_pos; j += kAttentionThreads) {
-    float sum = 0.0f;
-    for (int64_t d = 0; d < head_dim; ++d) sum += query[d] * keys[d * cache.capacity + j];
-    scores[j] = sum * shape.scale;
+    scores[j] = __fmul_rn(key_score(query, keys + j, cache.capacity, head_dim), shape.scale);
     local_max = fmaxf(local_max, scores[j]);
   }
   const float max = block_reduce(local_max, partial_max, Max());
-  double local_sum = 0;
-  for (int64_t j = threadIdx.x; j < n_pos; j += kAttentionThreads) {
-    scores[j] = expf(scores[j] - max);
-    local_sum += double(scores[j]);
+  for (int64_t j = threadIdx.x; j < n_pos; j += kAttentionThreads)
+    scores[j] = exp_nonpositive(__fsub_rn(scores[j], max));
+  __syncthreads();
+  if (threadIdx.x < 8) {
+    double sum = 0;
+    for (int64_t j = threadIdx.x; j < n_pos; j += 8) sum += double(scores[j]);
+    lane_sums[threadIdx.x] = sum;
   }
-  const float inverse = float(1.0 / block_reduce(local_sum, partial_sum, Add()));
-  for (int64_t j = threadIdx.x; j < n_pos; j += kAttentionThreads) scores[j] *= inverse;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double parts[4];
+    for (int k = 0; k < 4; ++k) parts[k] = lane_sums[k] + lane_sums[k + 4];
+    inverse = float(1.0 / ((parts[0] + parts[1]) + (parts[2] + parts[3])));
+  }
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < n_pos; j += kAttentionThreads)
+    scores[j] = __fmul_rn(scores[j], inverse);
   __syncthreads();
 
+  // Thread (d, lane) for head_dim x 8 pairs, kAttentionThreads at a time.
   const float* values = cache.values + kv_head * cache.capacity * head_dim;
   float* y = out + (t * shape.n_head + h) * head_dim;
-  for (int64_t d = threadIdx.x; d < head_dim; d += kAttentionThreads) {
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n_pos; ++j) sum += scores[j] * values[j * head_dim + d];
-    y[d] = sum;
+  for (int64_t first = 0; first < head_dim; first += kAttentionThreads / 8) {
+    const int64_t d = first + threadIdx.x / 8;
+    const int lane = threadIdx.x % 8;
+    if (d < head_dim) {
+      float acc = 0.0f;
+      for (int64_t j = lane; j < n_pos; j += 8) acc = fmaf(values[j * head_dim + d], scores[j], acc);
+      lanes[threadIdx.x / 8][lane] = acc;
+    }
+    __syncthreads();
+    if (threadIdx.x < kAttentionThreads / 8 && first + threadIdx.x < head_dim)
+      y[first + threadIdx.x] = lane_sum(lanes[threadIdx.x]);
+    __syncthreads();
   }
 }
 

@@ -162,21 +162,26 @@ float value_of(const decltype(F::load(nullptr, 0, 0, 0))& chunk, int i) {
   }
 }
 
+// A row's dot product from the kernels' format code: chunk shares added in order (integer
+// formats) or products in order (float formats), with the sum of their magnitudes.
 template <class F>
 float row_dot(const uint8_t* rows, int64_t row, size_t row_bytes, int64_t n,
               const ActivationRows& x, int64_t x_row, double* magnitude) {
   float sum = 0.0f;
   *magnitude = 0;
-  for (int64_t c = 0; c < n / kChunkWeights; ++c) {
-    const auto w = F::load(rows, row, row_bytes, c);
-    float part;
-    if constexpr (std::is_same_v<decltype(w), const FloatChunk>) {
-      part = chunk_dot<F::kActivation>(w, load_float_activation(x, x_row, c));
-    } else {
-      part = chunk_dot<F::kActivation>(w, load_int_activation(x, x_row, c));
+  if constexpr (std::is_same_v<decltype(F::load(nullptr, 0, 0, 0)), FloatChunk>) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float product = F::value(rows, row, row_bytes, i) * load_float_value(x, x_row, i);
+      sum += product;
+      *magnitude += std::fabs(double(product));
     }
-    sum += part;
-    *magnitude += std::fabs(double(part));
+  } else {
+    for (int64_t c = 0; c < n / kChunkWeights; ++c) {
+      const float part =
+          chunk_dot<F::kActivation>(F::load(rows, row, row_bytes, c), load_int_activation(x, x_row, c));
+      sum += part;
+      *magnitude += std::fabs(double(part));
+    }
   }
   return sum;
 }

@@ -34,18 +34,6 @@ using WeightChunkOf = decltype(F::load(nullptr, 0, 0, 0));
 template <class F>
 constexpr bool kFloatFormat = std::is_same_v<WeightChunkOf<F>, FloatChunk>;
 
-template <class F>
-using ActivationChunkOf = std::conditional_t<kFloatFormat<F>, FloatChunk, IntActivationChunk>;
-
-template <class F>
-__device__ __forceinline__ ActivationChunkOf<F> load_activation(const ActivationRows& x,
-                                                                int64_t row, int64_t chunk) {
-  if constexpr (kFloatFormat<F>) {
-    return load_float_activation(x, row, chunk);
-  } else {
-    return load_int_activation(x, row, chunk);
-  }
-}
 
 // The task a block belongs to (tasks are few: a linear scan).
 __device__ __forceinline__ int task_of_block(const TaskTable& table, int64_t block) {
@@ -91,7 +79,7 @@ __global__ void __launch_bounds__(kMatvecWarps * kWarpSize)
 #pragma unroll
     for (int c = 0; c < kMatvecMaxCols; ++c)
       if (c < task.n_cols)
-        acc[c] += chunk_dot<F::kActivation>(w, load_activation<F>(shape.x, task.x_first + c, chunk));
+        acc[c] += chunk_dot<F::kActivation>(w, load_int_activation(shape.x, task.x_first + c, chunk));
   }
 #pragma unroll
   for (int c = 0; c < kMatvecMaxCols; ++c) {
@@ -103,15 +91,13 @@ __global__ void __launch_bounds__(kMatvecWarps * kWarpSize)
   }
 }
 
-// Chunks per stage of the tiled GEMM: 4 of an integer format (56 + 48 bytes a row and column),
-// 2 of a float one (128 + 128 bytes), keeping a stage within 32 KB of shared memory.
-template <class F>
-constexpr int kStageChunks = kFloatFormat<F> ? 2 : 4;
+// Chunks per stage of the tiled GEMM: 4, at 56 + 48 bytes a row and column, 26 KB of shared
+// memory.
+constexpr int kStageChunks = 4;
 
-template <class F>
 struct GemmStage {
-  WeightChunkOf<F> w[kStageChunks<F>][kTileRows];
-  ActivationChunkOf<F> x[kStageChunks<F>][kTileCols];
+  IntChunk w[kStageChunks][kTileRows];
+  IntActivationChunk x[kStageChunks][kTileCols];
 };
 
 template <class T>
@@ -124,8 +110,8 @@ __device__ __forceinline__ T zero_chunk() {
 template <class F>
 __global__ void __launch_bounds__(kGemmThreads)
     gemm_kernel(const __grid_constant__ MatmulShape shape, const __grid_constant__ TaskTable table) {
-  constexpr int kChunks = kStageChunks<F>;
-  __shared__ GemmStage<F> stage;
+  constexpr int kChunks = kStageChunks;
+  __shared__ GemmStage stage;
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
   const int64_t row_tiles = (task.n_out + kTileRows - 1) / kTileRows;
@@ -145,20 +131,20 @@ __global__ void __launch_bounds__(kGemmThreads)
       const int64_t chunk = chunk0 + k, row = row0 + r, col = col0 + r;
       stage.w[k][r] = chunk < n_chunks && row < task.n_out
                           ? F::load(task.w, row, shape.row_bytes, chunk)
-                          : zero_chunk<WeightChunkOf<F>>();
+                          : zero_chunk<IntChunk>();
       stage.x[k][r] = chunk < n_chunks && col < task.n_cols
-                          ? load_activation<F>(shape.x, task.x_first + col, chunk)
-                          : zero_chunk<ActivationChunkOf<F>>();
+                          ? load_int_activation(shape.x, task.x_first + col, chunk)
+                          : zero_chunk<IntActivationChunk>();
     }
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kChunks; ++k) {
-      ActivationChunkOf<F> x[4];
+      IntActivationChunk x[4];
 #pragma unroll
       for (int j = 0; j < 4; ++j) x[j] = stage.x[k][tx + 16 * j];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const WeightChunkOf<F> w = stage.w[k][ty + 16 * i];
+        const IntChunk w = stage.w[k][ty + 16 * i];
 #pragma unroll
         for (int j = 0; j < 4; ++j) acc[i][j] += chunk_dot<F::kActivation>(w, x[j]);
       }
@@ -174,33 +160,147 @@ __global__ void __launch_bounds__(kGemmThreads)
     }
 }
 
-int64_t blocks_of(const MatmulTask& task, bool gemm) {
-  if (!gemm) return (task.n_out + kMatvecWarps - 1) / kMatvecWarps;
-  return (task.n_out + kTileRows - 1) / kTileRows * ((task.n_cols + kTileCols - 1) / kTileCols);
+// The CPU's own order of float operations (quant/block32_avx2.h, quant/dense_avx2.h), for the
+// formats whose CPU kernels follow llama.cpp's or come within an ulp of it: the 32-weight block
+// formats with Q8_0 or Q8_1 activations, and the float formats. Rounding as they round keeps
+// the GPU's 8-bit activation quants where the CPU's (and llama.cpp's) fall: a 1-ulp difference
+// upstream flips one now and then, and each flip shows in the logits.
+//   block formats: 8 parts per row; part l accumulates fma(d_w * d_x, sum of products 4l..4l+3,
+//                  acc) over the row's blocks in order (even and odd blocks into two chains,
+//                  except Q8_0, which has one); Q4_1 / Q5_1 add m * s per block on the side;
+//   float formats: 16 parts per row; part j accumulates fma(w_i, x_i, acc) over i = j mod 16;
+//                  then parts j and j + 8 are added;
+// then the 8 sums are added as ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)). Every output
+// is this sequence whatever the number of tokens, so decode and prefill agree bit for bit.
+template <class F>
+constexpr bool kCpuOrder = kFloatFormat<F> || F::kActivation != Format::kQ8_K;
+template <class F>
+constexpr int kPartsOf = kFloatFormat<F> ? 16 : 8;
+template <class F>
+constexpr int kChainsOf = kFloatFormat<F> || F::kFormat == Format::kQ8_0 ? 1 : 2;
+constexpr int kOrderedCols = 8;  // columns a thread accumulates at once
+constexpr int kOrderedWarps = 4;
+
+template <class F>
+constexpr int kOrderedRowsPerBlock = kOrderedWarps * (kWarpSize / kPartsOf<F>);
+
+template <class F>
+__global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
+    ordered_kernel(const __grid_constant__ MatmulShape shape,
+                   const __grid_constant__ TaskTable table) {
+  constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>;
+  const int t = task_of_block(table, blockIdx.x);
+  const MatmulTask& task = table.task[t];
+  const int lane = threadIdx.x % kWarpSize, part = lane % kParts;
+  const int64_t row = (int64_t(blockIdx.x) - table.first_block[t]) * kOrderedRowsPerBlock<F> +
+                      threadIdx.x / kParts;
+  // Rows past the end compute zeros: every lane takes part in the shuffles below.
+  const bool active = row < task.n_out;
+  for (int64_t col0 = 0; col0 < task.n_cols; col0 += kOrderedCols) {
+    float acc[kOrderedCols][kChains], minimum[kOrderedCols];
+#pragma unroll
+    for (int c = 0; c < kOrderedCols; ++c) {
+      minimum[c] = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kChains; ++k) acc[c][k] = 0.0f;
+    }
+    if (active) {
+      if constexpr (kFloatFormat<F>) {
+        for (int64_t i = part; i < shape.n_in; i += kParts) {
+          const float w = F::value(task.w, row, shape.row_bytes, i);
+#pragma unroll
+          for (int c = 0; c < kOrderedCols; ++c)
+            if (col0 + c < task.n_cols)
+              acc[c][0] = fmaf(w, load_float_value(shape.x, task.x_first + col0 + c, i), acc[c][0]);
+        }
+      } else {
+        for (int64_t b = 0; b < shape.n_in / kChunkWeights; ++b) {
+          const IntChunk w = F::load(task.w, row, shape.row_bytes, b);
+          const uint32_t codes = chunk_word(w, part);
+#pragma unroll
+          for (int c = 0; c < kOrderedCols; ++c) {
+            if (col0 + c >= task.n_cols) continue;
+            const IntActivationWord x = load_activation_word(shape.x, task.x_first + col0 + c, b, part);
+            const float scale = exact_mul(w.d, x.d);
+            const float products = float(dot4(codes, x.q, 0));
+            if (kChains == 2 && (b & 1)) {
+              acc[c][kChains - 1] = fmaf(scale, products, acc[c][kChains - 1]);
+            } else {
+              acc[c][0] = fmaf(scale, products, acc[c][0]);
+            }
+            if constexpr (F::kActivation == Format::kQ8_1)
+              minimum[c] = exact_add(minimum[c], exact_mul(w.dmin, x.s));
+          }
+        }
+      }
+    }
+    const int first_lane = lane / kParts * kParts;
+#pragma unroll
+    for (int c = 0; c < kOrderedCols; ++c) {
+      if (col0 + c >= task.n_cols) break;
+      const float chained = kChains == 2 ? exact_add(acc[c][0], acc[c][kChains - 1]) : acc[c][0];
+      float s[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+        if constexpr (kParts == 16)
+          s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
+      }
+      const float sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
+                                  exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
+      if (active && part == 0) finish(task, row, col0 + c, exact_add(sum, minimum[c]));
+    }
+  }
+}
+
+enum class Kernel { kMatvec, kGemm, kOrdered };
+
+template <class F>
+int64_t blocks_of(const MatmulTask& task, Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kMatvec: return (task.n_out + kMatvecWarps - 1) / kMatvecWarps;
+    case Kernel::kGemm:
+      return (task.n_out + kTileRows - 1) / kTileRows * ((task.n_cols + kTileCols - 1) / kTileCols);
+    case Kernel::kOrdered:
+      return (task.n_out + kOrderedRowsPerBlock<F> - 1) / kOrderedRowsPerBlock<F>;
+  }
+  return 0;
+}
+
+template <class F>
+Kernel kernel_for(const MatmulTask& task) {
+  if constexpr (kCpuOrder<F>) return Kernel::kOrdered;
+  return task.n_cols > kMatvecMaxCols ? Kernel::kGemm : Kernel::kMatvec;
+}
+
+template <class F>
+void launch(Kernel kernel, unsigned blocks, const MatmulShape& shape, const TaskTable& table,
+            cudaStream_t stream) {
+  if constexpr (kCpuOrder<F>) {
+    ordered_kernel<F><<<blocks, kOrderedWarps * kWarpSize, 0, stream>>>(shape, table);
+  } else if (kernel == Kernel::kGemm) {
+    gemm_kernel<F><<<blocks, kGemmThreads, 0, stream>>>(shape, table);
+  } else {
+    matvec_kernel<F><<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(shape, table);
+  }
 }
 
 template <class F>
 cudaError_t run_tasks(const MatmulRequest& request, cudaStream_t stream) {
   const MatmulShape shape{request.n_in, request.row_bytes, request.x};
-  for (const bool gemm : {false, true}) {
+  for (const Kernel kernel : {Kernel::kMatvec, Kernel::kGemm, Kernel::kOrdered}) {
     std::vector<const MatmulTask*> chosen;
     for (const MatmulTask& task : request.tasks)
-      if ((task.n_cols > kMatvecMaxCols) == gemm && task.n_out > 0 && task.n_cols > 0)
-        chosen.push_back(&task);
+      if (kernel_for<F>(task) == kernel && task.n_out > 0 && task.n_cols > 0) chosen.push_back(&task);
     for (size_t first = 0; first < chosen.size(); first += kTasksPerLaunch) {
       TaskTable table;
       table.n_tasks = int32_t(std::min<size_t>(kTasksPerLaunch, chosen.size() - first));
       table.first_block[0] = 0;
       for (int t = 0; t < table.n_tasks; ++t) {
         table.task[t] = *chosen[first + size_t(t)];
-        table.first_block[t + 1] = table.first_block[t] + blocks_of(table.task[t], gemm);
+        table.first_block[t + 1] = table.first_block[t] + blocks_of<F>(table.task[t], kernel);
       }
-      const unsigned blocks = unsigned(table.first_block[table.n_tasks]);
-      if (gemm) {
-        gemm_kernel<F><<<blocks, kGemmThreads, 0, stream>>>(shape, table);
-      } else {
-        matvec_kernel<F><<<blocks, kMatvecWarps * kWarpSize, 0, stream>>>(shape, table);
-      }
+      launch<F>(kernel, unsigned(table.first_block[table.n_tasks]), shape, table, stream);
       const cudaError_t launched = cudaGetLastError();
       if (launched != cudaSuccess) return launched;
     }

@@ -348,10 +348,22 @@ STRATA_HD float chunk_value(const IntChunk& c, int i) {
   }
 }
 
+// Word i of a chunk's codes, i a run-time value (the codes stay in registers: an array indexed
+// at run time would live in local memory).
+STRATA_HD uint32_t chunk_word(const IntChunk& c, int i) {
+  uint32_t word = 0;
+  for (int j = 0; j < 8; ++j)
+    if (j == i) word = c.q[j];
+  return word;
+}
+
 // F32, F16 and BF16 rows: 32 values a chunk.
 struct FormatF32 {
   static constexpr Format kFormat = Format::kF32;
   static constexpr Format kActivation = Format::kF32;
+  STRATA_HD static float value(const uint8_t* data, int64_t row, size_t row_bytes, int64_t i) {
+    return reinterpret_cast<const float*>(data + size_t(row) * row_bytes)[i];
+  }
   STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
     const float* values = reinterpret_cast<const float*>(data + size_t(row) * row_bytes) + chunk * 32;
     FloatChunk c;
@@ -363,6 +375,9 @@ struct FormatF32 {
 struct FormatF16 {
   static constexpr Format kFormat = Format::kF16;
   static constexpr Format kActivation = Format::kF16;
+  STRATA_HD static float value(const uint8_t* data, int64_t row, size_t row_bytes, int64_t i) {
+    return half_to_float(load_u16(data + size_t(row) * row_bytes + 2 * size_t(i)));
+  }
   STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
     const uint8_t* values = data + size_t(row) * row_bytes + size_t(chunk) * 64;
     FloatChunk c;
@@ -374,6 +389,9 @@ struct FormatF16 {
 struct FormatBF16 {
   static constexpr Format kFormat = Format::kBF16;
   static constexpr Format kActivation = Format::kBF16;
+  STRATA_HD static float value(const uint8_t* data, int64_t row, size_t row_bytes, int64_t i) {
+    return bf16_to_float(load_u16(data + size_t(row) * row_bytes + 2 * size_t(i)));
+  }
   STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
     const uint8_t* values = data + size_t(row) * row_bytes + size_t(chunk) * 64;
     FloatChunk c;

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <thread>
 
-#include "base/cpu_features.h"
 #include "model/model.h"
 #include "model/transformer.h"
 #include "runtime/backend_factory.h"
@@ -418,10 +417,9 @@ int Session::n_embd() const { return int(impl_->model().config().n_embd); }
 
 std::string Session::describe() const {
   const ModelConfig& c = impl_->model().config();
-  return fmt::format("{}: {} layers, {} experts (top-{}), context {}, {} threads, {} kernels; {}",
+  return fmt::format("{}: {} layers, {} experts (top-{}), context {}, {}; {}",
                      impl_->model().file().name(), c.n_layer, c.n_expert, c.n_expert_used,
-                     impl_->cache->n_ctx(), impl_->backend->n_threads(), simd_kernels_name(),
-                     impl_->loaded.store);
+                     impl_->cache->n_ctx(), impl_->backend->describe(), impl_->loaded.store);
 }
 
 }  // namespace strata
