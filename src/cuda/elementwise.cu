@@ -1,5 +1,7 @@
 #include "cuda/elementwise.h"
 
+#include "cuda/device_math.h"
+
 namespace strata::cuda {
 namespace {
 
@@ -56,7 +58,7 @@ __global__ void add_gated_kernel(const float* x, const float* gate, int64_t n, f
   const int64_t t = blockIdx.y;
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
-  const float scale = gate ? 1.0f / (1.0f + expf(-gate[t])) : 1.0f;
+  const float scale = gate ? 1.0f / (1.0f + exact_expf(-gate[t])) : 1.0f;
   out[t * n + i] += x[t * n + i] * scale;
 }
 

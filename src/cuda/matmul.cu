@@ -54,7 +54,7 @@ __device__ __forceinline__ void finish(const MatmulTask& task, int64_t row, int6
       break;
     case Epilogue::kSiluTimes: {
       const float g = task.gate[col * task.y_stride + row];
-      *y = g / (1.0f + expf(-g)) * result;
+      *y = g / (1.0f + exact_expf(-g)) * result;
       break;
     }
   }
@@ -160,24 +160,30 @@ __global__ void __launch_bounds__(kGemmThreads)
     }
 }
 
-// The CPU's own order of float operations (quant/block32_avx2.h, quant/dense_avx2.h), for the
-// formats whose CPU kernels follow llama.cpp's or come within an ulp of it: the 32-weight block
-// formats with Q8_0 or Q8_1 activations, and the float formats. Rounding as they round keeps
-// the GPU's 8-bit activation quants where the CPU's (and llama.cpp's) fall: a 1-ulp difference
-// upstream flips one now and then, and each flip shows in the logits.
+// The CPU's own order of float operations (quant/block32_avx2.h, quant/dense_avx2.h,
+// quant/q4_0_groups_avx512.cpp), for the formats whose CPU kernels follow llama.cpp's or come
+// within an ulp of it: the 32-weight block formats with Q8_0 or Q8_1 activations, and the float
+// formats. Rounding as they round keeps the GPU's 8-bit activation quants where the CPU's (and
+// llama.cpp's) fall: a 1-ulp difference upstream flips one now and then, and each flip shows
+// in the logits.
 //   block formats: 8 parts per row; part l accumulates fma(d_w * d_x, sum of products 4l..4l+3,
 //                  acc) over the row's blocks in order (even and odd blocks into two chains,
 //                  except Q8_0, which has one); Q4_1 / Q5_1 add m * s per block on the side;
+//                  then ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7));
+//   Q4_0 in row groups (what the CPU computes with AVX-512 VNNI): 4 parts, part k the products
+//                  4k..4k+3 and 16+4k..16+4k+3 of each block, one chain; (s0 + s1) + (s2 + s3);
 //   float formats: 16 parts per row; part j accumulates fma(w_i, x_i, acc) over i = j mod 16;
-//                  then parts j and j + 8 are added;
-// then the 8 sums are added as ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)). Every output
-// is this sequence whatever the number of tokens, so decode and prefill agree bit for bit.
+//                  then parts j and j + 8 are added and the 8 sums added as above.
+// Every output is this sequence whatever the number of tokens, so decode and prefill agree bit
+// for bit.
 template <class F>
 constexpr bool kCpuOrder = kFloatFormat<F> || F::kActivation != Format::kQ8_K;
 template <class F>
-constexpr int kPartsOf = kFloatFormat<F> ? 16 : 8;
+constexpr bool kGroupedQ4_0 = std::is_same_v<F, FormatQ4_0Grouped>;
 template <class F>
-constexpr int kChainsOf = kFloatFormat<F> || F::kFormat == Format::kQ8_0 ? 1 : 2;
+constexpr int kPartsOf = kFloatFormat<F> ? 16 : kGroupedQ4_0<F> ? 4 : 8;
+template <class F>
+constexpr int kChainsOf = kFloatFormat<F> || kGroupedQ4_0<F> || F::kFormat == Format::kQ8_0 ? 1 : 2;
 constexpr int kOrderedCols = 8;  // columns a thread accumulates at once
 constexpr int kOrderedWarps = 4;
 
@@ -217,12 +223,17 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
         for (int64_t b = 0; b < shape.n_in / kChunkWeights; ++b) {
           const IntChunk w = F::load(task.w, row, shape.row_bytes, b);
           const uint32_t codes = chunk_word(w, part);
+          const uint32_t second_codes = kGroupedQ4_0<F> ? chunk_word(w, part + 4) : 0;
 #pragma unroll
           for (int c = 0; c < kOrderedCols; ++c) {
             if (col0 + c >= task.n_cols) continue;
-            const IntActivationWord x = load_activation_word(shape.x, task.x_first + col0 + c, b, part);
+            const int64_t x_row = task.x_first + col0 + c;
+            const IntActivationWord x = load_activation_word(shape.x, x_row, b, part);
             const float scale = exact_mul(w.d, x.d);
-            const float products = float(dot4(codes, x.q, 0));
+            int32_t sum = dot4(codes, x.q, 0);
+            if constexpr (kGroupedQ4_0<F>)
+              sum = dot4(second_codes, load_activation_word(shape.x, x_row, b, part + 4).q, sum);
+            const float products = float(sum);
             if (kChains == 2 && (b & 1)) {
               acc[c][kChains - 1] = fmaf(scale, products, acc[c][kChains - 1]);
             } else {
@@ -239,15 +250,23 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
     for (int c = 0; c < kOrderedCols; ++c) {
       if (col0 + c >= task.n_cols) break;
       const float chained = kChains == 2 ? exact_add(acc[c][0], acc[c][kChains - 1]) : acc[c][0];
-      float s[8];
+      float sum;
+      if constexpr (kGroupedQ4_0<F>) {
+        float s[4];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-        if constexpr (kParts == 16)
-          s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
+        for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+        sum = exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
+      } else {
+        float s[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+          if constexpr (kParts == 16)
+            s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
+        }
+        sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
+                        exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
       }
-      const float sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
-                                  exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
       if (active && part == 0) finish(task, row, col0 + c, exact_add(sum, minimum[c]));
     }
   }

@@ -14,6 +14,7 @@
 #include "cuda/cuda_memory.h"
 #include "cuda/cuda_test_support.h"
 #include "cuda/matmul.h"
+#include "base/cpu_features.h"
 #include "quant/q4_0_groups.h"
 
 namespace strata::cuda {
@@ -167,30 +168,67 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, GpuMatmul, ::testing::ValuesIn(weight_forma
                            return std::string(quant_traits(info.param).name);
                          });
 
-// Q4_0 rows in groups of 8 (as copies on AVX-512 hosts are) give the plain rows' bits.
-TEST(GpuMatmulQ4_0, GroupedRowsGiveThePlainRowsBits) {
+// The formats whose kernels repeat the CPU's float operations (matmul.cu) give the CPU kernels'
+// bits: the AVX2 ones (to which the AVX-512 ones are bit-identical), and for Q4_0 in row groups
+// the grouped AVX-512 VNNI kernel.
+class GpuMatmulCpuOrder : public ::testing::TestWithParam<QuantType> {};
+
+TEST_P(GpuMatmulCpuOrder, RepeatsTheCpuKernelsBitForBit) {
   SKIP_WITHOUT_GPU();
-  constexpr int64_t kOut = 64, kN = 1024;
-  const auto plain = random_rows(QuantType::kQ4_0, kOut, kN, 71);
-  auto grouped = plain;
-  group_q4_0_rows(grouped.data(), kN, kOut);
-  for (const int64_t cols : {int64_t(1), int64_t(33)}) {
-    const auto x = random_floats(size_t(cols * kN), 72);
-    DeviceBuffer x_device;
-    const DeviceActivations a = convert_on_device(QuantType::kQ8_0, x, cols, kN, x_device);
-    std::vector<float> results[2];
-    for (const bool is_grouped : {false, true}) {
-      const DeviceBuffer w = to_device(is_grouped ? grouped : plain);
+  const QuantType type = GetParam();
+  if (simd_level() != SimdLevel::kAvx2) GTEST_SKIP() << "the CPU's AVX2 kernels are not in use";
+  const QuantTraits& traits = quant_traits(type);
+  constexpr int64_t kOut = 24, kN = 2304;
+  const size_t row_bytes = traits.row_bytes(kN);
+  const QuantTraits& activation = quant_traits(traits.vec_dot_type);
+  for (const bool grouped : {false, true}) {
+    if (grouped && !(type == QuantType::kQ4_0 && avx512_vnni())) continue;
+    const auto plain = random_rows(type, kOut, kN, 91);
+    auto rows = plain;
+    if (grouped) group_q4_0_rows(rows.data(), kN, kOut);
+    for (const int64_t cols : {int64_t(1), int64_t(11)}) {
+      SCOPED_TRACE(std::string(traits.name) + (grouped ? " grouped" : "") + ", tokens " +
+                   std::to_string(cols));
+      const auto x = random_floats(size_t(cols * kN), 92, 2.0f);
+      DeviceBuffer x_device;
+      const DeviceActivations a = convert_on_device(traits.vec_dot_type, x, cols, kN, x_device);
+      const DeviceBuffer w = to_device(rows);
       DeviceBuffer y = to_device(std::vector<float>(size_t(cols * kOut), NAN));
       const MatmulTask task{w.data(), kOut, 0, cols, y.as<float>(), kOut};
-      const MatmulRequest request{Format::kQ4_0, is_grouped, kN,
-                                  quant_traits(QuantType::kQ4_0).row_bytes(kN), a.rows, {&task, 1}};
+      const MatmulRequest request{Format(uint32_t(type)), grouped, kN, row_bytes, a.rows, {&task, 1}};
       ASSERT_EQ(launch_matmul(request, nullptr), cudaSuccess);
-      results[is_grouped] = to_host<float>(y, size_t(cols * kOut));
+      const auto ours = to_host<float>(y, size_t(cols * kOut));
+      const size_t x_stride = activation.row_bytes(kN);
+      std::vector<uint8_t> x_bytes(x_stride * size_t(cols));
+      for (int64_t c = 0; c < cols; ++c)
+        activation.quantize_row(x.data() + c * kN, x_bytes.data() + size_t(c) * x_stride, kN);
+      std::vector<float> expected(size_t(cols * kOut));
+      if (grouped) {
+        vec_dot_q4_0_groups_avx512(kN, rows.data(), int(kOut / kQ4_0GroupRows), x_bytes.data(),
+                                   x_stride, int(cols), expected.data(), kOut);
+      } else {
+        std::vector<float> column(static_cast<size_t>(cols));
+        for (int64_t r = 0; r < kOut; ++r) {
+          traits.vec_dot_avx2(kN, rows.data() + size_t(r) * row_bytes, x_bytes.data(), x_stride,
+                              int(cols), column.data());
+          for (int64_t c = 0; c < cols; ++c) expected[size_t(c * kOut + r)] = column[size_t(c)];
+        }
+      }
+      EXPECT_EQ(std::memcmp(ours.data(), expected.data(), ours.size() * sizeof(float)), 0);
+      for (size_t i = 0; i < ours.size() && i < 3; ++i)
+        if (ours[i] != expected[i]) ADD_FAILURE() << "output " << i << ": " << ours[i] << " vs " << expected[i];
     }
-    EXPECT_EQ(results[0], results[1]) << cols << " tokens";
   }
 }
+
+// Every format but the k-quants (Q8_K activations), which keep their own order.
+INSTANTIATE_TEST_SUITE_P(CpuOrderedFormats, GpuMatmulCpuOrder,
+                         ::testing::Values(QuantType::kF32, QuantType::kF16, QuantType::kBF16,
+                                           QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1,
+                                           QuantType::kQ5_0, QuantType::kQ5_1, QuantType::kIQ4_NL),
+                         [](const auto& info) {
+                           return std::string(quant_traits(info.param).name);
+                         });
 
 // Bias, accumulation and SiLU(gate) * up, on a mat-vec and a GEMM task.
 TEST(GpuMatmulEpilogues, AddBiasAccumulateAndGate) {

@@ -2,6 +2,8 @@
 // arg-max over (value, lower id first) of the experts not yet taken.
 #include "cuda/topk.h"
 
+#include "cuda/device_math.h"
+
 namespace strata::cuda {
 namespace {
 
@@ -68,7 +70,7 @@ __device__ void softmax(float (&values)[kPerLane], int64_t n_expert) {
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i)
     if (lane + 32 * i < n_expert) {
-      values[i] = expf(values[i] - max);
+      values[i] = exact_expf(values[i] - max);
       sum += double(values[i]);
     }
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
