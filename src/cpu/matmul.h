@@ -25,7 +25,7 @@ struct Matrix {
   const uint8_t* data = nullptr;
   int64_t n_in = 0;   // row length
   int64_t n_out = 0;  // number of rows
-  // Rows rearranged in groups of 8 (quant/q4_0_groups.h) by whoever loaded them; row(index)
+  // Rows rearranged in groups of 8 (cpu/kernels/q4_0_groups.h) by whoever loaded them; row(index)
   // is then the start of a group for index a multiple of 8.
   bool grouped_rows = false;
   // grouped_rows, but the bytes are still as the file has them: run_matmuls groups them in

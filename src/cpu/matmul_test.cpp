@@ -1,5 +1,5 @@
-// run_matmuls on grouped Q4_0 rows (quant/q4_0_groups.h): a token's outputs have the same bits
-// however many tokens a call computes, and a matrix still in the file's layout with
+// run_matmuls on grouped Q4_0 rows (cpu/kernels/q4_0_groups.h): a token's outputs have the same
+// bits however many tokens a call computes, and a matrix still in the file's layout with
 // group_before_use is grouped in place by the call (each tile its rows, or a pass first when
 // several token tiles share them) and gives the grouped matrix's results. run_matmul_here (one
 // job on the calling thread) gives run_matmuls' bits, for plain and grouped rows.
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "quant/q4_0.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {

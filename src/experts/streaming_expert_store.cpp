@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "base/check.h"
-#include "quant/q4_0_groups.h"
+#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata {
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/progress.h"
+#include "cpu/kernels/format_kernels.h"
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "gguf/gguf_writer.h"
@@ -140,6 +141,7 @@ Status check_format(const SyntheticShape& shape, QuantType type) {
 Status write_tensor(gguf::GgufWriter& writer, ThreadPool& pool, const SyntheticWeights& weights,
                     const SyntheticTensor& tensor, ProgressBar& progress) {
   const QuantTraits& traits = quant_traits(tensor.type);
+  const QuantizeRowFn quantize_row = format_kernels(tensor.type).quantize_row;
   const int64_t n = tensor.shape[0], n_rows = tensor.n_rows();
   const size_t row_bytes = traits.row_bytes(n);
   const bool direct = SyntheticWeights::has_direct_blocks(tensor);
@@ -159,7 +161,7 @@ Status write_tensor(gguf::GgufWriter& writer, ThreadPool& pool, const SyntheticW
         } else {
           float* values = scratch[size_t(thread)].data();
           weights.fill_row(tensor, first + r, values);
-          traits.quantize_row(values, out, n);
+          quantize_row(values, out, n);
         }
       }
     });

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "cpu/kernels/format_kernels.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_types.h"
 #include "model/model.h"
 #include "model/tensor_data.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -64,6 +65,7 @@ struct Requantizer {
         std::max<int64_t>(1, int64_t(kChunkBytes / target_row_bytes) / kQ4_0GroupRows) *
         kQ4_0GroupRows;
     const bool grouped = grouped_in_file(input, tensor);
+    const QuantizeRowFn quantize_row = format_kernels(target.type).quantize_row;
     for (auto& row : scratch) row.resize(size_t(row_length));
     for (int64_t first = 0; first < n_rows; first += chunk_rows) {
       const int64_t n = std::min(chunk_rows, n_rows - first);
@@ -77,7 +79,7 @@ struct Requantizer {
       pool.parallel_for(n, [&](int64_t row, int thread) {
         float* values = scratch[size_t(thread)].data();
         source.dequantize_row(source_rows + size_t(row) * source_row_bytes, values, row_length);
-        target.quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
+        quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
       });
       STRATA_RETURN_IF_ERROR(writer.write_tensor_data(buffer));
       if (progress) progress->advance(buffer.size());

@@ -6,8 +6,8 @@
 
 #include "base/populate_mapping.h"
 #include "base/progress.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "cpu/thread_pool.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 

@@ -4,7 +4,7 @@
 // or everything, in resident mode when some tensors are to be grouped.
 //
 // Weights copied into memory of our own are kept the way the kernels read them fastest: Q4_0
-// matrices in row groups (quant/q4_0_groups.h) where this CPU has the grouped kernel. Weights
+// matrices in row groups (cpu/kernels/q4_0_groups.h) where this CPU has the grouped kernel. Weights
 // used in place in the mapping stay as the file has them. grouped() says which is which; the
 // arena groups the expert slices it reads by the same rule (grouped_when_copied).
 //

@@ -9,8 +9,8 @@
 #include <iterator>
 #include <vector>
 
+#include "cpu/kernels/q4_0_groups.h"
 #include "experts/fault_injecting_reader.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "base/check.h"
 #include "cpu/elementwise.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "cpu/rope.h"
 #include "cpu/topk.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {

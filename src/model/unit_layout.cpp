@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "model/model.h"
 #include "model/tensor_binder.h"
 #include "model/tensor_data.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 

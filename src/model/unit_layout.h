@@ -40,7 +40,7 @@ enum class ExpertFileLayout {
 
 struct RepackOptions {
   ExpertFileLayout layout = ExpertFileLayout::kUnits;
-  // Store Q4_0 matrices in row groups (quant/q4_0_groups.h, model/tensor_data.h), the order
+  // Store Q4_0 matrices in row groups (cpu/kernels/q4_0_groups.h, model/tensor_data.h), the order
   // the AVX-512 kernel reads: nothing to group when loading or after each read of an expert.
   // Only Strata reads such a file; without it, rows are written in the GGUF order.
   bool grouped_rows = false;
