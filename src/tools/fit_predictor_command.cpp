@@ -32,7 +32,7 @@ struct FitFlags {
 // tokens fed.
 Result<int64_t> add_text(Session& session, const std::string& path, int64_t limit,
                          NextExpertPredictorFit& fit) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_text(path));
   std::vector<int32_t> tokens = session.tokenize(text);
   if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
   const int64_t n = int64_t(tokens.size());

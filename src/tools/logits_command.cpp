@@ -17,7 +17,7 @@ namespace strata::tools {
 namespace {
 
 Result<std::vector<int32_t>> read_token_file(const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_text(path));
   const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_array())
     return Status::errorf("{}: expected a JSON array of token ids", path);
@@ -61,7 +61,8 @@ void add_logits_command(CLI::App& app, Action& action) {
   auto tokens = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   add_session_flags(command, *options);
-  command->add_option("--tokens", *tokens, "JSON array of token ids")->required();
+  command->add_option("--tokens", *tokens, "JSON array of token ids (-: standard input)")
+      ->required();
   command->add_option("--out", *out, "output file: float32 [n_tokens][n_vocab]")
       ->required()
       ->check(file_to_write());

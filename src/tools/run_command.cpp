@@ -67,7 +67,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
 
 int run(RunFlags flags) {
   if (!flags.prompt_file.empty()) {
-    auto text = read_whole_file_or_stdin(flags.prompt_file);
+    auto text = read_whole_text(flags.prompt_file);
     if (!text.ok()) return report_failure(text.status());
     flags.prompt = std::move(text).value();
   }

@@ -56,7 +56,7 @@ int trace(const TraceFlags& flags) {
   std::string text = flags.prompt;
   for (const std::string* path : {&flags.prompt_file, &flags.teacher_forced_file}) {
     if (path->empty()) continue;
-    const auto read = read_whole_file_or_stdin(*path);
+    const auto read = read_whole_text(*path);
     if (!read.ok()) return report_failure(read.status());
     text = read.value();
   }
