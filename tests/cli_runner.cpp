@@ -19,8 +19,16 @@ fs::path scratch() {
 }
 
 Outcome strata(const std::string& arguments) {
+  return shell(std::string(STRATA_BINARY) + " " + arguments);
+}
+
+Outcome strata_within(int seconds, const std::string& arguments) {
+  return shell("timeout " + std::to_string(seconds) + " " + STRATA_BINARY + " " + arguments);
+}
+
+Outcome shell(const std::string& command_line) {
   const fs::path err = scratch() / "stderr.txt";
-  const std::string command = std::string(STRATA_BINARY) + " " + arguments + " 2>" + err.string();
+  const std::string command = "{ " + command_line + "\n} 2>" + err.string();
   Outcome outcome;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer;

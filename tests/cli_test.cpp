@@ -71,22 +71,21 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"bench -m " + kModel + " --plot /nonexistent/dir/chart.svg",
        "/nonexistent/dir: no such directory"},
       {"trace -m " + kModel + " -p hi -o /nonexistent/dir/x.trace",
-       "--out: /nonexistent/dir: no such directory"},
+       "strata: /nonexistent/dir: no such directory"},
       {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
-      {"repack -m " + kModel + " -o " + kModel, "is the input file; refusing to overwrite it"},
       {"split -m " + kModel + " -o /tmp/x --max-size 4M --parts 3", "--max-size excludes --parts"},
       {"split -m " + kModel + " -o /tmp/x", "give either a maximum part size or a number of parts"},
       {"run -m " + kModel + " -p hi --arena 50% --warm " + bad_warm.string(),
        "n_layer and n_expert must be integers"},
       {inspect_bad_predictor, bad_predictor.string() + ": not a GGUF file"},
       {"run -m " + kModel + " -p hi --arena 50% --warm " + scratch().string(),
-       "--warm: " + scratch().string() + ": is a directory"},
+       "strata: " + scratch().string() + ": is a directory"},
       {"run -m " + kModel + " -p hi --arena 50% --warm /nonexistent/dir/usage.json",
-       "--warm: /nonexistent/dir: no such directory"},
+       "strata: /nonexistent/dir: no such directory"},
       {"logits -m " + kModel + " --tokens " + scratch().string() + " --out /dev/null",
        scratch().string() + ": is a directory"},
       {"run -m " + kModel + " -p hi --stats " + scratch().string(),
-       "--stats: " + scratch().string() + ": is a directory"},
+       "strata: " + scratch().string() + ": is a directory"},
   };
   // Refused before the run: nothing was generated.
   EXPECT_EQ(strata("run -m " + kModel + " -p hi --stats " + scratch().string()).out, "");
@@ -180,6 +179,7 @@ TEST(Cli, PeakMemoryStaysWithinTheBudget) {
   const double minimum_mib = std::ceil(std::stod(match[1])) + 2;
   for (const double budget_mib : {minimum_mib, minimum_mib + 12}) {
     const fs::path stats = scratch() / "stats.json";
+    fs::remove(stats);
     const auto outcome = strata(fmt_budget(budget_mib, stats));
     ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
     std::ifstream in(stats);
@@ -270,7 +270,7 @@ TEST(Cli, RepackedModelGeneratesTheSameText) {
       << repacked.err;
   const auto again = strata("repack -m " + kModel + " -o " + units.string());
   EXPECT_EQ(again.exit_code, 1);
-  EXPECT_NE(last_line(again.err).find("already exists (--force replaces it)"), std::string::npos);
+  EXPECT_NE(last_line(again.err).find("exists; --force replaces it"), std::string::npos);
   const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
   const auto stacked_text = strata("run -m " + kModel + generate);
   const auto units_text = strata("run -m " + units.string() + generate + " --arena 25%");

@@ -14,7 +14,7 @@ ProgressBar::ProgressBar(std::string label, uint64_t total_bytes)
       last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() {
-  if (enabled_) draw(true);
+  if (enabled_ && done_.load() > 0) draw(true);
 }
 
 void ProgressBar::advance(uint64_t bytes) {

@@ -16,7 +16,9 @@ namespace strata {
 class ProgressBar {
  public:
   ProgressBar(std::string label, uint64_t total_bytes);
-  ~ProgressBar();  // finishes the line
+  // Finishes the line; draws none when nothing was done, so that a command refused before its
+  // work (an output that exists, say) prints its one error line alone.
+  ~ProgressBar();
 
   void advance(uint64_t bytes);
 

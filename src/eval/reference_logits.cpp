@@ -37,10 +37,25 @@ Status write_window_tokens(const std::string& dir, const Suite& suite,
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return Status::errorf("{}: cannot create: {}", dir, error.message());
-  for (size_t i = 0; i < suite.windows.size(); ++i)
-    STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir, suite.windows[i].id + ".tokens.json"),
-                                                 tokens_json(fed_tokens(tokens[i]))));
+  const std::vector<std::string> paths = window_tokens_files(dir, suite);
+  for (size_t i = 0; i < paths.size(); ++i)
+    STRATA_RETURN_IF_ERROR(write_file_atomically(paths[i], tokens_json(fed_tokens(tokens[i]))));
   return Status();
+}
+
+std::vector<std::string> window_tokens_files(const std::string& dir, const Suite& suite) {
+  std::vector<std::string> paths;
+  for (const SuiteWindow& window : suite.windows)
+    paths.push_back(path_in(dir, window.id + ".tokens.json"));
+  return paths;
+}
+
+std::vector<std::string> reference_files(const std::string& dir, const Suite& suite) {
+  std::vector<std::string> paths = {path_in(dir, kManifest)};
+  for (const SuiteWindow& window : suite.windows)
+    for (const char* suffix : {".tokens.json", ".logits.bin", ".topk.bin"})
+      paths.push_back(path_in(dir, window.id + suffix));
+  return paths;
 }
 
 Result<ReferenceReader> ReferenceReader::open(const std::string& dir, const Suite& suite,

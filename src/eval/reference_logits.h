@@ -50,6 +50,11 @@ struct ReferenceRows {
 // Writes <id>.tokens.json for every window (the input of `strata logits`).
 Status write_window_tokens(const std::string& dir, const Suite& suite,
                            const std::vector<std::vector<int32_t>>& tokens);
+// The files write_window_tokens() writes.
+std::vector<std::string> window_tokens_files(const std::string& dir, const Suite& suite);
+// Every file a reference directory may hold for `suite`: the manifest, and each window's
+// tokens, full rows and top-K rows. What ReferenceReader reads and ReferenceWriter may write.
+std::vector<std::string> reference_files(const std::string& dir, const Suite& suite);
 
 class ReferenceReader {
  public:

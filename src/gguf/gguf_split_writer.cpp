@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/output_path.h"
 #include "base/progress.h"
 #include "gguf/gguf_writer.h"
 
@@ -56,11 +57,12 @@ Result<std::vector<std::string>> write_split_model(const GgufFile& source,
     return Status::errorf("{}: {} parts, more than gguf-split can name", source.name(),
                           starts.size());
   }
+  const std::vector<CommandInput> inputs = model_inputs(source);
   std::vector<std::string> paths;
   for (int part = 0; part < count; ++part) {
     paths.push_back(split_part_path(prefix, part + 1, count));
-    for (const FilePart& input : source.parts())
-      STRATA_RETURN_IF_ERROR(check_derived_output(input.path, paths.back(), options.overwrite));
+    STRATA_RETURN_IF_ERROR(
+        check_output_path(paths.back(), inputs, existing_output(options.overwrite)));
   }
   for (int part = 0; part < count; ++part) {
     GgufWriter writer(paths[size_t(part)]);

@@ -8,8 +8,8 @@
 //
 // The file is written to "<path>.tmp-<pid>" and renamed to `path` by finish() after an fsync,
 // so `path` never holds a partial file; a writer destroyed before finish() succeeded removes
-// the temporary. I/O errors come back as a Status naming `path`; after one, every later call
-// returns it again.
+// the temporary. A character device or a FIFO is written in place (base/atomic_file.h). I/O errors
+// come back as a Status naming `path`; after one, every later call returns it again.
 //
 // Usage:
 //   GgufWriter writer("out.gguf");
@@ -25,11 +25,13 @@
 #include <strata/status.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "gguf/gguf_file.h"
 
 namespace strata::gguf {
@@ -103,28 +105,23 @@ class GgufWriter {
   Status write_bytes(std::span<const uint8_t> bytes);
   Status write_zeros(uint64_t n);
   Status flush();
-  Status write_fd(std::span<const uint8_t> bytes);
+  Status write_unbuffered(std::span<const uint8_t> bytes);
   Status fail(std::string_view what);
+  Status fail(Status error);
 
   std::string path_;
-  std::string temp_path_;
   State state_ = State::kCollecting;
   Status error_;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, std::vector<uint8_t>>> metadata_;
   std::vector<PendingTensor> tensors_;
 
-  int fd_ = -1;
+  std::optional<AtomicFile> file_;  // from begin() until finish() or the first error
   uint64_t data_offset_ = 0;
   uint64_t bytes_written_ = 0;  // file position, buffered bytes included
   size_t current_ = 0;          // index of the tensor being filled
   uint64_t current_filled_ = 0;
   std::vector<uint8_t> buffer_;  // small writes collect here; large ones bypass it
 };
-
-// For commands that write a model derived from another: an error if `output_path` is the input
-// (or a link to it), which is never replaced, or exists and `overwrite` is false.
-Status check_derived_output(const std::string& input_path, const std::string& output_path,
-                            bool overwrite);
 
 }  // namespace strata::gguf

@@ -1,6 +1,5 @@
 #include "lab/benchmark_measure.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/regular_file.h"
 #include "gguf/gguf_file.h"
 #include "lab/disk_bandwidth.h"
 #include "lab/memory_bandwidth.h"
@@ -89,10 +89,9 @@ double page_cache_share(const std::vector<FilePart>& parts) {
   size_t cached = 0, total = 0;
   for (const FilePart& part : parts) {
     if (part.size == 0) continue;
-    const int fd = ::open(part.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    void* map = ::mmap(nullptr, part.size, PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
+    const Result<RegularFile> file = RegularFile::open(part.path);
+    if (!file.ok()) return -1;
+    void* map = ::mmap(nullptr, part.size, PROT_READ, MAP_SHARED, file.value().fd(), 0);
     if (map == MAP_FAILED) return -1;
     std::vector<unsigned char> resident((part.size + page - 1) / page);
     const bool counted = mincore(map, part.size, resident.data()) == 0;

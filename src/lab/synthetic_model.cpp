@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -187,6 +188,13 @@ std::vector<std::string> synthetic_presets() {
 }
 
 Status make_synthetic_model(const SyntheticModelOptions& options) {
+  // The model is read back (its routers calibrated) before it is renamed over the output, so
+  // it cannot be sent to a device or a FIFO as other outputs can.
+  std::error_code error;
+  if (std::filesystem::exists(options.output_path, error) &&
+      !std::filesystem::is_regular_file(options.output_path, error))
+    return Status::errorf("{}: not a regular file; make-model writes a model file",
+                          options.output_path);
   STRATA_ASSIGN_OR_RETURN(const SyntheticShape* shape, find_shape(options));
   STRATA_ASSIGN_OR_RETURN(const QuantType type, parse_quant_type(options.type));
   STRATA_RETURN_IF_ERROR(check_format(*shape, type));

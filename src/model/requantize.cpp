@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/output_path.h"
 #include "base/progress.h"
 #include "cpu/kernels/format_kernels.h"
 #include "cpu/kernels/q4_0_groups.h"
@@ -159,7 +160,8 @@ Result<RequantizeSummary> requantize_model_file(const std::string& input_path,
                                                 const std::string& output_path,
                                                 const RequantizeOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const auto input, gguf::GgufFile::open(input_path));
-  STRATA_RETURN_IF_ERROR(gguf::check_derived_output(input_path, output_path, options.overwrite));
+  STRATA_RETURN_IF_ERROR(check_output_path(output_path, gguf::model_inputs(*input),
+                                           existing_output(options.overwrite)));
   gguf::GgufWriter writer(output_path);
   STRATA_ASSIGN_OR_RETURN(RequantizeSummary summary, requantize_experts(input, options, writer));
   STRATA_RETURN_IF_ERROR(writer.finish());

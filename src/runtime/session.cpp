@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/cpu_features.h"
+#include "base/regular_file.h"
 #include "cpu/thread_pool.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -137,6 +138,10 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
     return Status::error(
         "--cache-policy predicted needs a next-expert predictor: --predictor FILE (strata "
         "fit-predictor writes one)");
+  // The predictor is read against the model once it is loaded; a missing file, or a FIFO that
+  // could not be read, is said before the loading.
+  if (predictor)
+    STRATA_RETURN_IF_ERROR(RegularFile::open(options.next_expert_predictor_path).status());
   return options;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -46,6 +47,9 @@ Result<std::vector<int32_t>> fitted_prompt(const Session& session,
 }
 
 int chat(const ChatFlags& flags) {
+  const Status warm_file =
+      CommandInputs().add_session(flags.session.options).check_outputs({}, false);
+  if (!warm_file.ok()) return report_failure(warm_file);
   ChatFlags resolved = flags;
   if (const Status status = resolve_session_flags(resolved.session); !status.ok())
     return report_failure(status);

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
-#include <filesystem>
 #include <string>
 
 namespace strata::tools {
@@ -35,30 +34,6 @@ inline CLI::Validator real_number(const std::string& wanted, bool (*accept)(doub
         return std::string();
       },
       "FLOAT");
-}
-
-// "DIR: no such directory" where `path`'s directory is missing, else empty.
-inline std::string missing_directory_of(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty() || std::filesystem::is_directory(parent)) return std::string();
-  return fmt::format("{}: no such directory", parent.string());
-}
-
-// A path whose directory must exist, checked before a long run starts rather than when its
-// result is ready to be written.
-inline CLI::Validator in_existing_directory() {
-  return CLI::Validator([](std::string& path) { return missing_directory_of(path); }, "PATH");
-}
-
-// A file to write after a long run (a bench, an evaluation, a trace, a run's statistics): in an
-// existing directory, and not itself a directory.
-inline CLI::Validator file_to_write() {
-  return CLI::Validator(
-      [](std::string& path) -> std::string {
-        if (std::filesystem::is_directory(path)) return fmt::format("{}: is a directory", path);
-        return missing_directory_of(path);
-      },
-      "FILE");
 }
 
 }  // namespace strata::tools

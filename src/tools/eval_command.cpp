@@ -17,6 +17,7 @@
 #include <strata/text_tokenizer.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "base/atomic_file.h"
@@ -26,19 +27,29 @@
 #include "eval/run_table.h"
 #include "eval/scoring.h"
 #include "eval/suite.h"
-#include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct Outputs {
   std::string json_path, markdown_path, plot_path;
+  bool force = false;
+};
+
+struct SuiteFlags {
+  eval::SuiteSpec spec;
+  std::string out_path;
+  bool force = false;
 };
 
 struct TokensFlags {
   std::string suite_path, eval_dir, vocab, out_dir;
+  bool force = false;
 };
 
 struct RunFlags {
@@ -59,6 +70,24 @@ Status write_text(const std::string& path, const std::string& text) {
 
 void print_line(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
+// The files a command writes into `dir` (eval tokens -o, --save-ref), to check by the rule
+// where `dir` exists; a missing one is created, empty.
+std::vector<std::string> files_in_existing_directory(const std::string& dir,
+                                                     std::vector<std::string> files) {
+  std::error_code error;
+  return fs::exists(dir, error) ? files : std::vector<std::string>();
+}
+
+// The suite file and the documents its windows are drawn from.
+void add_suite_inputs(CommandInputs& inputs, const std::string& suite_path,
+                      const eval::Suite& suite, const std::string& eval_dir) {
+  inputs.add_file("the suite", suite_path);
+  for (const eval::SuiteWindow& window : suite.windows)
+    inputs.add_file(
+        "a document of the suite",
+        (fs::path(eval_dir.empty() ? suite.eval_dir : eval_dir) / window.source).string());
+}
+
 Result<std::vector<std::vector<int32_t>>> suite_tokens(const eval::Suite& suite,
                                                        const std::string& eval_dir,
                                                        const std::string& tokenizer_path) {
@@ -66,7 +95,16 @@ Result<std::vector<std::vector<int32_t>>> suite_tokens(const eval::Suite& suite,
   return eval::load_window_tokens(suite, eval_dir.empty() ? suite.eval_dir : eval_dir, *tokenizer);
 }
 
-int make_suite(const eval::SuiteSpec& spec, const std::string& out) {
+int make_suite(const SuiteFlags& flags) {
+  const eval::SuiteSpec& spec = flags.spec;
+  const std::string& out = flags.out_path;
+  CommandInputs inputs;
+  inputs.add_model(spec.tokenizer_path, "the vocabulary");
+  std::error_code error;  // a directory that cannot be listed, make_suite() reports
+  for (const auto& entry : fs::directory_iterator(spec.eval_dir, error))
+    if (entry.path().extension() == ".jsonl") inputs.add_file("a document", entry.path().string());
+  if (const Status status = inputs.check_outputs({out}, flags.force); !status.ok())
+    return report_failure(status);
   const auto tokenizer = TextTokenizer::open(spec.tokenizer_path);
   if (!tokenizer.ok()) return report_failure(tokenizer.status());
   const auto suite = eval::make_suite(spec, *tokenizer.value(), print_line);
@@ -82,9 +120,16 @@ int make_suite(const eval::SuiteSpec& spec, const std::string& out) {
 int write_tokens(const TokensFlags& flags) {
   const auto suite = eval::read_suite(flags.suite_path);
   if (!suite.ok()) return report_failure(suite.status());
-  const auto tokens =
-      suite_tokens(suite.value(), flags.eval_dir,
-                   flags.vocab.empty() ? suite.value().tokenizer_path : flags.vocab);
+  const std::string& vocab = flags.vocab.empty() ? suite.value().tokenizer_path : flags.vocab;
+  CommandInputs inputs;
+  add_suite_inputs(inputs, flags.suite_path, suite.value(), flags.eval_dir);
+  inputs.add_model(vocab, "the vocabulary");
+  const Status writable = inputs.check_outputs(
+      files_in_existing_directory(flags.out_dir,
+                                  eval::window_tokens_files(flags.out_dir, suite.value())),
+      flags.force);
+  if (!writable.ok()) return report_failure(writable);
+  const auto tokens = suite_tokens(suite.value(), flags.eval_dir, vocab);
   if (!tokens.ok()) return report_failure(tokens.status());
   const Status written = eval::write_window_tokens(flags.out_dir, suite.value(), tokens.value());
   if (!written.ok()) return report_failure(written);
@@ -115,10 +160,31 @@ Result<eval::ScoringConfig> scoring_config(RunFlags& flags) {
   return config;
 }
 
+// Refuses, before any scoring, outputs that are inputs or exist (without --force); the stored
+// reference files count among both.
+Status check_run_outputs(const RunFlags& flags, const eval::Suite& suite) {
+  CommandInputs inputs;
+  add_suite_inputs(inputs, flags.suite_path, suite, flags.eval_dir);
+  inputs.add_session(flags.candidate.options)
+      .add_model(flags.reference.options.model_path, "the reference model");
+  if (!flags.reference_logits.empty())
+    for (const std::string& path : eval::reference_files(flags.reference_logits, suite))
+      inputs.add_file("a stored reference", path);
+  std::vector<std::string> outputs = {flags.outputs.json_path, flags.outputs.markdown_path,
+                                      flags.outputs.plot_path};
+  if (!flags.save_reference.empty())
+    for (const std::string& path : files_in_existing_directory(
+             flags.save_reference, eval::reference_files(flags.save_reference, suite)))
+      outputs.push_back(path);
+  return inputs.check_outputs(outputs, flags.outputs.force);
+}
+
 int run(RunFlags& flags) {
   eval::RunInputs inputs{flags.suite_path, command_line(), eval::utc_now(), flags.bootstrap};
   const auto suite = eval::read_suite(flags.suite_path);
   if (!suite.ok()) return report_failure(suite.status());
+  if (const Status status = check_run_outputs(flags, suite.value()); !status.ok())
+    return report_failure(status);
   const auto config = scoring_config(flags);
   if (!config.ok()) return report_failure(config.status());
   const auto tokens =
@@ -142,6 +208,13 @@ int run(RunFlags& flags) {
 
 int compare(const std::string& a_path, const std::string& b_path,
             const eval::BootstrapOptions& bootstrap, const Outputs& outputs) {
+  const Status writable =
+      CommandInputs()
+          .add_file("the record", a_path)
+          .add_file("the record", b_path)
+          .check_outputs({outputs.json_path, outputs.markdown_path, outputs.plot_path},
+                         outputs.force);
+  if (!writable.ok()) return report_failure(writable);
   const auto a = eval::read_run_record(a_path);
   if (!a.ok()) return report_failure(a.status());
   const auto b = eval::read_run_record(b_path);
@@ -169,9 +242,15 @@ int compare(const std::string& a_path, const std::string& b_path,
 struct TableFlags {
   std::vector<std::string> records;
   std::string json_path, markdown_path, curve_path, bars_path;
+  bool force = false;
 };
 
 int table(const TableFlags& flags) {
+  CommandInputs inputs;
+  for (const std::string& path : flags.records) inputs.add_file("the record", path);
+  const Status writable = inputs.check_outputs(
+      {flags.json_path, flags.markdown_path, flags.curve_path, flags.bars_path}, flags.force);
+  if (!writable.ok()) return report_failure(writable);
   std::vector<eval::RunRecord> records;
   for (const std::string& path : flags.records) {
     auto record = eval::read_run_record(path);
@@ -206,16 +285,15 @@ void add_table(CLI::App* eval_app, Action& action) {
   command->add_option("--curve", flags->curve_path,
                       "SVG: mean KLD against decode hit rate, a line per memory budget");
   command->add_option("--bars", flags->bars_path, "SVG: mean KLD per record with its interval");
+  command->add_flag("--force", flags->force, "replace existing output files (never a record)");
   command->callback([&action, flags] { action = [flags] { return table(*flags); }; });
 }
 
 void add_output_flags(CLI::App* command, Outputs& outputs) {
-  command->add_option("-o,--out", outputs.json_path, "JSON record with provenance")
-      ->check(file_to_write());
-  command->add_option("--md", outputs.markdown_path, "Markdown table (also printed)")
-      ->check(file_to_write());
-  command->add_option("--plot", outputs.plot_path, "SVG plot of mean KLD per domain")
-      ->check(file_to_write());
+  command->add_option("-o,--out", outputs.json_path, "JSON record with provenance");
+  command->add_option("--md", outputs.markdown_path, "Markdown table (also printed)");
+  command->add_option("--plot", outputs.plot_path, "SVG plot of mean KLD per domain");
+  command->add_flag("--force", outputs.force, "replace existing output files (never an input)");
 }
 
 void add_bootstrap_flags(CLI::App* command, eval::BootstrapOptions& bootstrap) {
@@ -275,8 +353,8 @@ void add_eval_command(CLI::App& app, Action& action) {
   eval_app->require_subcommand(1);
 
   auto* suite = eval_app->add_subcommand("make-suite", "draw evaluation windows from *.jsonl");
-  auto spec = std::make_shared<eval::SuiteSpec>();
-  auto suite_out = std::make_shared<std::string>();
+  auto suite_flags = std::make_shared<SuiteFlags>();
+  eval::SuiteSpec* spec = &suite_flags->spec;
   suite->add_option("--eval-dir", spec->eval_dir, "directory of *.jsonl documents")->required();
   suite->add_option("--vocab", spec->tokenizer_path, "model or vocab file to tokenize with")
       ->required();
@@ -284,10 +362,10 @@ void add_eval_command(CLI::App& app, Action& action) {
   suite->add_option("--prompt", spec->prompt, "tokens fed before scoring")->required();
   suite->add_option("--scored", spec->scored, "positions scored per window")->required();
   suite->add_option("--seed", spec->seed, "seed of the draw");
-  suite->add_option("-o,--out", *suite_out, "suite file to write")->required();
-  suite->callback([&action, spec, suite_out] {
-    action = [spec, suite_out] { return make_suite(*spec, *suite_out); };
-  });
+  suite->add_option("-o,--out", suite_flags->out_path, "suite file to write")->required();
+  suite->add_flag("--force", suite_flags->force, "replace an existing suite file");
+  suite->callback(
+      [&action, suite_flags] { action = [suite_flags] { return make_suite(*suite_flags); }; });
 
   auto* tokens =
       eval_app->add_subcommand("tokens", "write each window's tokens for `strata logits`");
@@ -296,6 +374,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   tokens->add_option("--eval-dir", tokens_flags->eval_dir, "where the suite's sources are");
   tokens->add_option("--vocab", tokens_flags->vocab, "tokenizer (default: the suite's)");
   tokens->add_option("-o,--out", tokens_flags->out_dir, "directory to write")->required();
+  tokens->add_flag("--force", tokens_flags->force, "replace existing token files");
   tokens->callback(
       [&action, tokens_flags] { action = [tokens_flags] { return write_tokens(*tokens_flags); }; });
 

@@ -14,6 +14,7 @@
 #include "model/next_expert_predictor_fit.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -26,13 +27,14 @@ struct FitFlags {
   int64_t limit = 1024;
   int64_t horizon = NextExpertPredictor::kDefaultHorizon;
   double ridge = NextExpertPredictorFit::kDefaultRidge;
+  bool force = false;
 };
 
 // Feeds one text and adds its samples (a token, the tokens after it) to `fit`; returns the
 // tokens fed.
 Result<int64_t> add_text(Session& session, const std::string& path, int64_t limit,
                          NextExpertPredictorFit& fit) {
-  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_text(path));
   std::vector<int32_t> tokens = session.tokenize(text);
   if (limit > 0 && int64_t(tokens.size()) > limit) tokens.resize(size_t(limit));
   const int64_t n = int64_t(tokens.size());
@@ -67,6 +69,11 @@ Result<int64_t> add_text(Session& session, const std::string& path, int64_t limi
 }
 
 int fit_predictor(const FitFlags& flags) {
+  CommandInputs inputs;
+  inputs.add_session(flags.session.options);
+  for (const std::string& text : flags.texts) inputs.add_file("the text", text);
+  if (const Status status = inputs.check_outputs({flags.out_path}, flags.force); !status.ok())
+    return report_failure(status);
   SessionFlags session_flags = flags.session;
   session_flags.options.quiet = true;
   if (const Status status = resolve_session_flags(session_flags); !status.ok())
@@ -120,9 +127,8 @@ void add_fit_predictor_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(int64_t(1), NextExpertPredictor::kMaxHorizon));
   command->add_option("--ridge", flags->ridge, "ridge, relative to the inputs' mean square")
       ->check(CLI::PositiveNumber);
-  command->add_option("-o,--out", flags->out_path, "predictor file to write")
-      ->required()
-      ->check(file_to_write());
+  command->add_option("-o,--out", flags->out_path, "predictor file to write")->required();
+  command->add_flag("--force", flags->force, "replace an existing predictor file (never an input)");
   command->callback([&action, flags] { action = [flags] { return fit_predictor(*flags); }; });
 }
 

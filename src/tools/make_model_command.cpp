@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tools/command.h"
+#include "tools/output_files.h"
 
 namespace strata::tools {
 namespace {
@@ -13,6 +14,7 @@ struct MakeModelFlags {
   SyntheticModelOptions options;
   int64_t stats_tokens = 256;
   bool list = false;
+  bool force = false;
 };
 
 int make_model(const MakeModelFlags& flags) {
@@ -22,6 +24,10 @@ int make_model(const MakeModelFlags& flags) {
   }
   if (flags.options.output_path.empty())
     return report_failure(Status::error("make-model: give the output file with -o FILE"));
+  const Status writable = CommandInputs()
+                              .add_model(flags.options.vocab_path, "the vocabulary")
+                              .check_outputs({flags.options.output_path}, flags.force);
+  if (!writable.ok()) return report_failure(writable);
   const Status made = make_synthetic_model(flags.options);
   if (!made.ok()) return report_failure(made);
   std::fprintf(stderr, "wrote %s\n", flags.options.output_path.c_str());
@@ -51,6 +57,7 @@ void add_make_model_command(CLI::App& app, Action& action) {
   command->add_option("--stats-tokens", flags->stats_tokens,
                       "tokens to measure routing on after writing (0: skip)");
   command->add_flag("--list", flags->list, "list the presets");
+  command->add_flag("--force", flags->force, "replace an existing output (never the --vocab file)");
   command->callback([&action, flags] { action = [flags] { return make_model(*flags); }; });
 }
 

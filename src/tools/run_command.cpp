@@ -12,6 +12,7 @@
 #include "base/atomic_file.h"
 #include "base/whole_file.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -23,6 +24,7 @@ struct RunFlags {
   std::string prompt;
   std::string prompt_file;
   std::string stats_path;
+  bool force = false;
 };
 
 Status write_stats(const std::string& path, const Session& session, int64_t prompt_tokens) {
@@ -53,8 +55,12 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
 }
 
 int run(RunFlags flags) {
+  CommandInputs inputs;
+  inputs.add_session(flags.session.options).add_file("the prompt file", flags.prompt_file);
+  if (const Status status = inputs.check_outputs({flags.stats_path}, flags.force); !status.ok())
+    return report_failure(status);
   if (!flags.prompt_file.empty()) {
-    auto text = read_whole_file_or_stdin(flags.prompt_file);
+    auto text = read_whole_text(flags.prompt_file);
     if (!text.ok()) return report_failure(text.status());
     flags.prompt = std::move(text).value();
   }
@@ -126,8 +132,8 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* file = command->add_option("-f,--file", flags->prompt_file,
                                    "read the prompt from a file (-: standard input)");
   prompt->excludes(file);
-  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file")
-      ->check(file_to_write());
+  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file");
+  command->add_flag("--force", flags->force, "replace an existing --stats file (never an input)");
   command->callback([&action, flags, prompt, file] {
     action = [flags, prompt, file] {
       if (prompt->count() == 0 && file->count() == 0)

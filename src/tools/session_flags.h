@@ -72,10 +72,9 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
                       "experiments: stream experts into an arena holding this share of them "
                       "(25%), without an overall budget");
   add_streaming_flags(command, options, flags.readahead_budget);
-  command
-      ->add_option("--warm", options.warm_path,
-                   "expert usage file: preload its hottest experts, save usage at exit")
-      ->check(file_to_write());
+  command->add_option("--warm", options.warm_path,
+                      "expert usage file: preload its hottest experts, add this run's usage to "
+                      "it at exit");
   command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
       ->check(at_least(0));
   command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")

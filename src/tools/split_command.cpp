@@ -58,8 +58,7 @@ void add_split_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<SplitFlags>();
   command->add_option("-m,--model", flags->input_path, "input GGUF model")->required();
   command->add_option("-o,--output", flags->prefix, "parts' path before -00001-of-0000N.gguf")
-      ->required()
-      ->check(in_existing_directory());
+      ->required();
   auto* max_size = command->add_option(
       "--max-size", flags->max_size,
       "end a part before the tensor that would take its tensor bytes past SIZE (e.g. 4G; the "

@@ -18,6 +18,7 @@
 #include "experts/lab/expert_trace.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -28,6 +29,7 @@ struct TraceFlags {
   GenerateOptions generate;
   std::string prompt, prompt_file, teacher_forced_file, out_path;
   int64_t limit = 0;
+  bool force = false;
 };
 
 // Feeds the input with the recorder attached; returns the number of prompt tokens and a note.
@@ -53,10 +55,16 @@ Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags
 }
 
 int trace(const TraceFlags& flags) {
+  CommandInputs inputs;
+  inputs.add_session(flags.session.options)
+      .add_file("the prompt file", flags.prompt_file)
+      .add_file("the text", flags.teacher_forced_file);
+  if (const Status status = inputs.check_outputs({flags.out_path}, flags.force); !status.ok())
+    return report_failure(status);
   std::string text = flags.prompt;
   for (const std::string* path : {&flags.prompt_file, &flags.teacher_forced_file}) {
     if (path->empty()) continue;
-    const auto read = read_whole_file_or_stdin(*path);
+    const auto read = read_whole_text(*path);
     if (!read.ok()) return report_failure(read.status());
     text = read.value();
   }
@@ -113,9 +121,8 @@ void add_trace_command(CLI::App& app, Action& action) {
   file->excludes(forced);
   command->add_option("--limit", flags->limit, "feed at most this many tokens of the text")
       ->check(at_least(0));
-  command->add_option("-o,--out", flags->out_path, "trace file to write")
-      ->required()
-      ->check(file_to_write());
+  command->add_option("-o,--out", flags->out_path, "trace file to write")->required();
+  command->add_flag("--force", flags->force, "replace an existing trace file (never an input)");
   command->callback([&action, flags, prompt, file, forced] {
     action = [flags, prompt, file, forced] {
       if (prompt->count() + file->count() + forced->count() == 0)
