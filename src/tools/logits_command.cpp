@@ -42,6 +42,10 @@ int run_logits(SessionFlags flags, const std::string& tokens_path, const std::st
   if (options.n_ctx == 0) options.n_ctx = int64_t(tokens.value().size());
   const auto session = Session::open(options);
   if (!session.ok()) return report_failure(session.status());
+  if (const Status fits =
+          session.value()->check_fits_context(int64_t(tokens.value().size()), tokens_path);
+      !fits.ok())
+    return report_failure(fits);
   std::vector<float> logits;
   const Status fed = session.value()->feed_teacher_forced(tokens.value(), logits);
   if (!fed.ok()) return report_failure(fed);
@@ -61,8 +65,9 @@ void add_logits_command(CLI::App& app, Action& action) {
   auto tokens = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   add_session_flags(command, *options);
+  command->get_option("--ctx")->default_str("the number of tokens");
   command->add_option("--tokens", *tokens, "JSON array of token ids")->required();
-  command->add_option("--out", *out, "output file: float32 [n_tokens][n_vocab]")
+  command->add_option("-o,--out", *out, "output file: float32 [n_tokens][n_vocab]")
       ->required()
       ->check(file_to_write());
   command->callback([&action, options, tokens, out] {

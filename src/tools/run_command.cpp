@@ -65,6 +65,22 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
   return write_file_atomically(path, text);
 }
 
+// One line that says what each figure is: the share counts the read-ahead hits (the units in the
+// arena when their layer claimed them), the rest of the claims waited for a read.
+std::string expert_summary(const SessionStats& stats) {
+  const ExpertCounters& e = stats.experts;
+  const double run_ms = stats.prefill_ms + stats.decode_ms;
+  constexpr double kMiB = 1048576;
+  return fmt::format(
+      "experts: {:.1f} % served from the arena ({} hits: resident when their layer began; {} "
+      "read-ahead hits: prefetched in time; {} late: prefetched but still loading; {} misses: "
+      "read on demand) | {:.1f} MiB read, waiting {:.1f} ms, computing {:.1f} ms, disk busy "
+      "{:.0f} % | peak RSS {:.1f} MiB",
+      100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
+      double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
+      run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0, double(Session::peak_rss_bytes()) / kMiB);
+}
+
 int run(RunFlags flags) {
   if (!flags.prompt_file.empty()) {
     auto text = read_whole_file_or_stdin(flags.prompt_file);
@@ -78,6 +94,10 @@ int run(RunFlags flags) {
   Session& session = *opened.value();
   const std::vector<int32_t> prompt = session.tokenize(flags.prompt);
   if (prompt.empty()) return report_failure(Status::error("the prompt is empty"));
+  // Refused before the prompt is echoed: stdout then holds nothing of a run that did not happen.
+  if (const Status fits = session.check_fits_context(int64_t(prompt.size()), "the prompt");
+      !fits.ok())
+    return report_failure(fits);
   std::fputs(flags.prompt.c_str(), stdout);
   std::fflush(stdout);
   const auto generated =
@@ -103,20 +123,8 @@ int run(RunFlags flags) {
     summary += fmt::format(", decode {:.2f} tok/s over {} steps", stats.decode_tokens_per_s(),
                            stats.decode_tokens);
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (flags.session.options.memory_budget > 0 || flags.session.options.arena_share > 0) {
-    const ExpertCounters& e = stats.experts;
-    std::fprintf(stderr,
-                 "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "
-                 "%.1f MB read, %.1f ms waiting and %.1f computing, disk reading %.0f %% of the "
-                 "time; peak RSS %.1f MiB\n",
-                 100 * e.hit_rate(), static_cast<unsigned long long>(e.hits),
-                 static_cast<unsigned long long>(e.readahead_hits),
-                 static_cast<unsigned long long>(e.late_readaheads),
-                 static_cast<unsigned long long>(e.misses), double(e.bytes_read) / 1e6,
-                 e.host_wait_ms, stats.prefill_ms + stats.decode_ms - e.host_wait_ms,
-                 100 * e.disk_active_ms / (stats.prefill_ms + stats.decode_ms),
-                 double(Session::peak_rss_bytes()) / 1048576);
-  }
+  if (flags.session.options.memory_budget > 0 || flags.session.options.arena_share > 0)
+    std::fprintf(stderr, "%s\n", expert_summary(stats).c_str());
   if (!flags.stats_path.empty()) {
     const Status written = write_stats(flags.stats_path, session, int64_t(prompt.size()));
     if (!written.ok()) return report_failure(written);
