@@ -65,8 +65,8 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
   return write_file_atomically(path, text);
 }
 
-// One line that says what each figure is: the share counts the read-ahead hits (the units in the
-// arena when their layer claimed them), the rest of the claims waited for a read.
+// One line that says what each figure is, in MiB and ms. The share served from the arena counts
+// the claims that did not wait for a read: hits and timely read-ahead hits, not late ones.
 std::string expert_summary(const SessionStats& stats) {
   const ExpertCounters& e = stats.experts;
   const double run_ms = stats.prefill_ms + stats.decode_ms;
