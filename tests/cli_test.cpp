@@ -149,13 +149,13 @@ TEST(Cli, AutomaticBudgetSaysWhereItComesFrom) {
 TEST(Cli, InspectFailsForABudgetRunRefuses) {
   // The plan's runtime line is measured in each process, so the two differ in the figures.
   const std::regex refusal(
-      "^strata: .*: the memory budget 40.00 MiB is [0-9.]+ MiB short: this model needs at least "
+      "^strata: .*: the memory budget 30.00 MiB is [0-9.]+ MiB short: this model needs at least "
       "[0-9.]+ MiB \\(.*\\)$");
-  const auto small = strata("inspect -m " + kModel + " --mem 40M");
+  const auto small = strata("inspect -m " + kModel + " --mem 30M");
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_NE(small.out.find("smallest budget that works"), std::string::npos) << small.out;
   EXPECT_TRUE(std::regex_match(last_line(small.err), refusal)) << small.err;
-  const auto run = strata("run -m " + kModel + " -p hi --mem 40M");
+  const auto run = strata("run -m " + kModel + " -p hi --mem 30M");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(std::regex_match(last_line(run.err), refusal)) << run.err;
   EXPECT_EQ(strata("inspect -m " + kModel + " --mem 200M").exit_code, 0);
@@ -348,7 +348,7 @@ TEST(Cli, FitPredictorThenStreamWithIt) {
   const std::string plain = generate + " --arena 25% --readahead 0";
   const auto hits = [](const std::string& err) {
     const size_t from = err.find("experts: ");
-    return from == std::string::npos ? err : err.substr(from, err.find(" hits,", from) - from);
+    return from == std::string::npos ? err : err.substr(from, err.find(" | ", from) - from);
   };
   const auto with_estimates = strata("run -m " + kModel + plain + " --predictor " + predictor);
   const auto history_only = strata("run -m " + kModel + plain + " --cache-policy nextuse");

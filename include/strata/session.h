@@ -64,7 +64,9 @@ struct SessionOptions {
   // Expert usage counts: the hottest experts are preloaded from this file at start (when it
   // exists) and save_expert_usage() writes the session's counts to it.
   std::string warm_path;
-  bool quiet = false;  // no memory plan or progress bar on stderr
+  // No memory plan or progress bar on stderr (the note on a layout that would stream faster is
+  // said all the same, once per process).
+  bool quiet = false;
 };
 
 // Whether a session with these options streams its experts into an arena (a memory budget or
@@ -153,7 +155,12 @@ class Session {
   bool is_end_of_generation(int32_t token) const;
   int64_t n_vocab() const;
   int64_t n_ctx() const;
-  int64_t n_past() const;  // tokens in the KV cache
+  int64_t n_ctx_train() const;  // the context the model was trained on; 0 where the file says none
+  int64_t n_past() const;       // tokens in the KV cache
+  // OK when `n_tokens` fit in the context; else the reason, naming `what`: "the prompt has 5,000
+  // tokens but the context holds 4,096 (--ctx; the model was trained on 40,960)". A context
+  // already as long as the trained one is not offered to grow.
+  Status check_fits_context(int64_t n_tokens, std::string_view what) const;
 
   // Appends tokens to the context (prefill in chunks); logits() is then the last token's.
   Status feed(std::span<const int32_t> tokens);

@@ -240,6 +240,7 @@ Status make_synthetic_model(const SyntheticModelOptions& options) {
     ProgressBar progress("writing " + options.output_path, total_bytes);
     for (const auto& tensor : tensors)
       STRATA_RETURN_IF_ERROR(write_tensor(writer, pool, weights, tensor, progress));
+    progress.finish();
   }
   STRATA_RETURN_IF_ERROR(writer.finish());
   const Status calibrated = calibrate_routers(partial_path, weights,

@@ -91,6 +91,9 @@ class LoadedTensorData final : public TensorData {
   static Result<std::unique_ptr<LoadedTensorData>> load(const gguf::GgufFile& file,
                                                         FileReader& reader, Contents contents,
                                                         class ProgressBar* progress);
+  // The bytes load() allocates with a reader of this alignment: the tensors, the gaps between
+  // those that follow each other, and each run widened to the alignment at both ends.
+  static uint64_t bytes_to_load(const gguf::GgufFile& file, size_t alignment, Contents contents);
   const uint8_t* data(const gguf::TensorInfo& tensor) const override;
   bool grouped(const gguf::TensorInfo& tensor) const override {
     return grouped_when_copied(tensor);

@@ -54,6 +54,21 @@ TEST(LoadedTensorData, DenseLeavesTheExpertsOut) {
     EXPECT_EQ(loaded->data(tensor) == nullptr, is_routed_expert_tensor(tensor)) << tensor.name;
 }
 
+// The memory plan counts the dense weights with bytes_to_load() before anything is read.
+TEST(LoadedTensorData, BytesToLoadIsWhatLoadAllocates) {
+  auto file = gguf::GgufFile::open(kModel).value();
+  for (const size_t alignment : {size_t(512), size_t(4096)})
+    for (const auto contents :
+         {LoadedTensorData::Contents::kDense, LoadedTensorData::Contents::kAll}) {
+      auto reader = FaultInjectingReader::over_bytes(kModel, file_bytes(kModel), alignment);
+      auto loaded = LoadedTensorData::load(*file, *reader, contents, nullptr).value();
+      EXPECT_EQ(LoadedTensorData::bytes_to_load(*file, alignment, contents), loaded->bytes())
+          << alignment;
+    }
+  EXPECT_GT(LoadedTensorData::bytes_to_load(*file, 4096, LoadedTensorData::Contents::kDense),
+            dense_tensor_bytes(*file));
+}
+
 TEST(LoadedTensorData, ReadErrorNamesFileAndTensor) {
   auto file = gguf::GgufFile::open(kModel).value();
   auto reader = FaultInjectingReader::over_bytes(kModel, file_bytes(kModel), 4096);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "base/check.h"
 #include "cpu/elementwise.h"
@@ -73,46 +74,160 @@ const ConvertedRows& Transformer::converted(const float* x, int64_t n_rows, int6
 
 void Transformer::invalidate_converted() { converted_valid_.fill(false); }
 
-uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t batch, int64_t n_ctx,
-                                    int n_threads, bool all_logits) {
-  const uint64_t T = uint64_t(batch), E = uint64_t(c.n_embd), k = uint64_t(c.n_expert_used);
-  const uint64_t F = uint64_t(c.n_ff_expert), Fs = uint64_t(c.n_ff_shared);
-  const uint64_t q_dim = uint64_t(c.n_head * c.head_dim),
-                 kv_dim = uint64_t(c.n_head_kv * c.head_dim);
-  const uint64_t routed = T * k;
-  // Float buffers; converted rows are counted at 4 bytes a value (the widest activation
-  // format, F32) and per format an activation may be converted to (at most 3 at once).
-  uint64_t floats =
-      4 * T * E + 2 * T * q_dim + 2 * T * kv_dim + T * uint64_t(c.n_expert) + 2 * routed * F +
-      routed * E + 2 * T * Fs + T * E + T + T * E +
-      T * uint64_t(c.n_expert) +                                 // next-layer prediction
-      uint64_t(NextExpertPredictor::kMaxHorizon * c.n_expert) +  // next-token estimates
-      AttentionScratch::floats_for(n_ctx, n_threads) +           // attention scores
-      (all_logits ? T : 1) * uint64_t(c.n_vocab);                // logits
-  floats += 3 * T * E + 2 * routed * E + routed * F + T * std::max({E, q_dim, Fs});  // converted
-  const uint64_t indices = routed * 3 * sizeof(int64_t) + routed * 8;
-  // std::vector may grow to twice what a resize asks for.
-  return 2 * (floats * sizeof(float) + indices);
+// Sums the bytes of what visit_scratch() lists: the plan's count.
+struct Transformer::ScratchCounter {
+  uint64_t bytes = 0;
+  template <class V>
+  void operator()(std::vector<V> Transformer::*, size_t elements) {
+    bytes += elements * sizeof(V);
+  }
+  void operator()(ConvertedRows Transformer::*, size_t row_bytes) { bytes += row_bytes; }
+  void converted(QuantType, size_t row_bytes) { bytes += row_bytes; }
+};
+
+// Takes one ScratchStep on every buffer visit_scratch() lists.
+struct Transformer::ScratchAction {
+  Transformer& transformer;
+  ScratchStep step;
+  template <class V>
+  void apply(std::vector<V>& buffer, size_t elements) {
+    switch (step) {
+      case ScratchStep::kReserve:
+        buffer.reserve(elements);
+        break;
+      case ScratchStep::kCheck:
+        STRATA_CHECK_LE(buffer.capacity(), elements);
+        break;
+      case ScratchStep::kRelease:
+        buffer = std::vector<V>();
+        break;
+    }
+  }
+  template <class V>
+  void operator()(std::vector<V> Transformer::*member, size_t elements) {
+    apply(transformer.*member, elements);
+  }
+  void operator()(ConvertedRows Transformer::*member, size_t row_bytes) {
+    apply((transformer.*member).bytes, row_bytes);
+  }
+  void converted(QuantType type, size_t row_bytes) {
+    apply(transformer.converted_[size_t(type)].bytes, row_bytes);
+  }
+};
+
+template <class Visit>
+void Transformer::visit_scratch(const Model& model, int64_t n_tokens, bool all_logits,
+                                bool next_expert_predictor, Visit& visit) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& weights = model.weights();
+  const size_t T = size_t(n_tokens), E = size_t(c.n_embd), n_expert = size_t(c.n_expert);
+  const size_t F = size_t(c.n_ff_expert), Fs = size_t(c.n_ff_shared);
+  const size_t q_dim = size_t(c.n_head * c.head_dim), kv_dim = size_t(c.n_head_kv * c.head_dim);
+  const size_t routed = T * size_t(c.n_expert_used);
+  const bool shared = Fs > 0;
+  for (auto member : {&Transformer::hidden_, &Transformer::normed_, &Transformer::projected_,
+                      &Transformer::moe_out_, &Transformer::prediction_input_})
+    visit(member, T * E);
+  visit(&Transformer::q_, T * q_dim);
+  visit(&Transformer::attn_out_, T * q_dim);
+  visit(&Transformer::k_, T * kv_dim);
+  visit(&Transformer::v_, T * kv_dim);
+  visit(&Transformer::router_logits_, T * n_expert);
+  visit(&Transformer::prediction_logits_, T * n_expert);
+  visit(&Transformer::pick_weights_, routed);
+  visit(&Transformer::picks_, routed);
+  visit(&Transformer::row_of_pick_, routed);
+  visit(&Transformer::token_of_row_, routed);
+  visit(&Transformer::gate_out_, routed * F);
+  visit(&Transformer::up_out_, routed * F);
+  visit(&Transformer::down_out_, routed * E);
+  visit(&Transformer::shared_gate_out_, T * Fs);
+  visit(&Transformer::shared_up_out_, T * Fs);
+  visit(&Transformer::shared_down_out_, shared ? T * E : 0);
+  visit(&Transformer::shared_scale_, shared ? T : 0);
+  for (auto member : {&Transformer::expert_rows_, &Transformer::expert_offsets_})
+    visit(member, n_expert);
+  visit(&Transformer::scores_, n_expert);
+  visit(&Transformer::prediction_best_rank_, n_expert);
+  visit(&Transformer::prediction_top_, n_expert);
+  visit(&Transformer::predicted_, n_expert);
+  visit(&Transformer::next_visit_scores_,
+        next_expert_predictor ? size_t(NextExpertPredictor::kMaxHorizon) * n_expert : 0);
+  visit_converted_scratch(model, n_tokens, all_logits, next_expert_predictor, visit);
+}
+
+template <class Visit>
+void Transformer::visit_converted_scratch(const Model& model, int64_t n_tokens, bool all_logits,
+                                          bool next_expert_predictor, Visit& visit) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& weights = model.weights();
+  const size_t T = size_t(n_tokens), E = size_t(c.n_embd), F = size_t(c.n_ff_expert);
+  const size_t Fs = size_t(c.n_ff_shared), q_dim = size_t(c.n_head * c.head_dim);
+  const size_t routed = T * size_t(c.n_expert_used);
+  // `rows` rows of n_in values in the format a weight's dot products read.
+  auto rows_for = [](QuantType weight_type, size_t rows, size_t n_in) {
+    return rows * quant_traits(quant_traits(weight_type).vec_dot_type).row_bytes(int64_t(n_in));
+  };
+  std::array<bool, std::tuple_size_v<decltype(converted_)>> slot_used{};  // by activation type
+  auto use = [&](QuantType activation) { slot_used[size_t(activation)] = true; };
+  // matmul() converts its input into scratch_rows_: the output projection, the logits, the
+  // read-ahead's routers, the shared expert's down projection.
+  size_t matmul_rows = rows_for(weights.output.type, all_logits ? T : 1, E);
+  size_t gathered_gate = 0, gathered_up = 0, activations = 0;
+  for (size_t layer = 0; layer < weights.layers.size(); ++layer) {
+    const LayerWeights& w = weights.layers[layer];
+    const LayerExpertLayout& experts = weights.experts.layers[layer];
+    for (const Matrix* m : {&w.q, &w.k, &w.v, &w.router}) use(activation_type(*m));
+    use(quant_traits(experts.gate.type).vec_dot_type);
+    use(quant_traits(experts.up.type).vec_dot_type);
+    gathered_gate = std::max(gathered_gate, rows_for(experts.gate.type, routed, E));
+    if (quant_traits(experts.up.type).vec_dot_type != quant_traits(experts.gate.type).vec_dot_type)
+      gathered_up = std::max(gathered_up, rows_for(experts.up.type, routed, E));
+    activations = std::max(activations, rows_for(experts.down.type, routed, F));
+    matmul_rows =
+        std::max({matmul_rows, rows_for(w.o.type, T, q_dim), rows_for(w.router.type, T, E)});
+    if (Fs > 0) {
+      for (QuantType type : {activation_type(w.shared_gate), activation_type(w.shared_up),
+                             QuantType::kF32})  // the last: the shared expert's gate input
+        use(type);
+      matmul_rows = std::max(matmul_rows, rows_for(w.shared_down.type, T, Fs));
+    }
+  }
+  // The predictor's matrices are F32 (NextExpertPredictor::matrix).
+  if (next_expert_predictor) use(quant_traits(QuantType::kF32).vec_dot_type);
+  for (size_t slot = 0; slot < slot_used.size(); ++slot)
+    if (slot_used[slot])
+      visit.converted(QuantType(slot), T * quant_traits(QuantType(slot)).row_bytes(int64_t(E)));
+  visit(&Transformer::gathered_gate_, gathered_gate);
+  visit(&Transformer::gathered_up_, gathered_up);
+  visit(&Transformer::activations_, activations);
+  visit(&Transformer::scratch_rows_, matmul_rows);
+}
+
+uint64_t Transformer::scratch_bytes(const Model& model, int64_t batch, int64_t n_ctx, int n_threads,
+                                    bool all_logits, bool next_expert_predictor) {
+  ScratchCounter counter;
+  visit_scratch(model, batch, all_logits, next_expert_predictor, counter);
+  const uint64_t logits = uint64_t(all_logits ? batch : 1) * uint64_t(model.config().n_vocab);
+  return counter.bytes + (logits + AttentionScratch::floats_for(n_ctx, n_threads)) * sizeof(float);
+}
+
+void Transformer::apply_to_scratch(ScratchStep step, int64_t n_tokens, bool all_logits) {
+  ScratchAction action{*this, step};
+  visit_scratch(*model_, n_tokens, all_logits, next_expert_predictor_ != nullptr, action);
+}
+
+void Transformer::reserve_scratch(int64_t n_tokens, bool all_logits, std::vector<float>& logits) {
+  scratch_tokens_ = std::max(scratch_tokens_, n_tokens);
+  scratch_all_logits_ |= all_logits;
+  apply_to_scratch(ScratchStep::kReserve, n_tokens, all_logits);
+  logits.reserve(size_t((all_logits ? n_tokens : 1) * config_.n_vocab));
 }
 
 void Transformer::release_scratch() {
-  for (auto* v :
-       {&hidden_, &normed_, &q_, &k_, &v_, &attn_out_, &projected_, &router_logits_, &moe_out_,
-        &gate_out_, &up_out_, &down_out_, &shared_gate_out_, &shared_up_out_, &shared_down_out_,
-        &prediction_input_, &prediction_logits_, &next_visit_scores_}) {
-    v->clear();
-    v->shrink_to_fit();
-  }
-  prediction_best_rank_ = {};
-  prediction_top_ = {};
-  for (auto* rows : {&gathered_gate_, &gathered_up_, &activations_, &scratch_rows_}) {
-    rows->bytes.clear();
-    rows->bytes.shrink_to_fit();
-  }
-  for (auto& rows : converted_) {
-    rows.bytes.clear();
-    rows.bytes.shrink_to_fit();
-  }
+  apply_to_scratch(ScratchStep::kRelease, scratch_tokens_, scratch_all_logits_);
+  scratch_tokens_ = 0;
+  scratch_all_logits_ = false;
   invalidate_converted();
 }
 
@@ -124,6 +239,7 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   if (pos0 < 0 || pos0 + n > cache.n_ctx())
     return Status::errorf("context full: {} tokens at position {} exceed the context of {}", n,
                           pos0, cache.n_ctx());
+  reserve_scratch(n, all_logits, logits);
   const ModelWeights& weights = model_->weights();
   const QuantTraits& embedding = quant_traits(weights.token_embedding.type);
   hidden_.resize(size_t(n * n_embd));
@@ -148,6 +264,7 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
              config_.rms_eps, normed_.data() + r * n_embd);
   logits.resize(size_t(n_rows * config_.n_vocab));
   matmul(pool_, weights.output, normed_.data(), n_rows, logits.data(), scratch_rows_);
+  apply_to_scratch(ScratchStep::kCheck, scratch_tokens_, scratch_all_logits_);
   return Status();
 }
 
@@ -359,8 +476,9 @@ Status Transformer::moe_block(int layer, int64_t n) {
     if (expert_rows_[size_t(e)] > 0) used.push_back(int32_t(e));
   }
   const int64_t n_rows = n * k;
-  std::vector<int64_t> row_of_pick(static_cast<size_t>(n_rows)),
-      token_of_row(static_cast<size_t>(n_rows));
+  std::vector<int64_t>&row_of_pick = row_of_pick_, &token_of_row = token_of_row_;
+  row_of_pick.resize(size_t(n_rows));
+  token_of_row.resize(size_t(n_rows));
   {
     std::vector<int64_t> filled(static_cast<size_t>(n_expert), 0);
     for (int64_t p = 0; p < n_rows; ++p) {

@@ -87,11 +87,13 @@ class Transformer {
   const Model& model() const { return *model_; }
   // Frees the batch-sized scratch (after a long prompt).
   void release_scratch();
-  // An upper bound of the scratch memory forward() uses for batches of up to `batch` tokens
-  // with `n_ctx` positions on `n_threads` threads (vector growth slack included): the line the
-  // memory plan counts.
-  static uint64_t scratch_bytes(const ModelConfig& config, int64_t batch, int64_t n_ctx,
-                                int n_threads, bool all_logits);
+  // The scratch memory forward() holds for batches of up to `batch` tokens with `n_ctx`
+  // positions on `n_threads` threads, the logits row(s) it writes included: the line the memory
+  // plan counts. Exact, not a bound: before a batch runs, forward() reserves every buffer at
+  // the size this sums, so no buffer grows past it (std::vector would double), and it checks
+  // that none did. `next_expert_predictor`: a predictor is set (set_next_expert_predictor).
+  static uint64_t scratch_bytes(const Model& model, int64_t batch, int64_t n_ctx, int n_threads,
+                                bool all_logits, bool next_expert_predictor);
 
  private:
   void attention_block(int layer, int64_t n_tokens, int64_t pos0, KvCache& cache);
@@ -108,6 +110,27 @@ class Transformer {
   // x [n_rows][n_in] converted to `type`, cached per type until invalidate_converted().
   const ConvertedRows& converted(const float* x, int64_t n_rows, int64_t n_in, QuantType type);
   void invalidate_converted();
+
+  // Calls visit(member, size) for every scratch buffer forward() resizes, with its largest size
+  // in a batch of n_tokens tokens: elements of a vector member, bytes of a ConvertedRows member,
+  // and visit.converted(type, bytes) for each slot of converted_ the model uses. One list for
+  // what forward() reserves, checks and frees (ScratchAction) and what the plan counts
+  // (ScratchCounter).
+  template <class Visit>
+  static void visit_scratch(const Model& model, int64_t n_tokens, bool all_logits,
+                            bool next_expert_predictor, Visit& visit);
+  // The ConvertedRows part of the list: activations converted for the weights' dot products.
+  template <class Visit>
+  static void visit_converted_scratch(const Model& model, int64_t n_tokens, bool all_logits,
+                                      bool next_expert_predictor, Visit& visit);
+  struct ScratchCounter;
+  // Reserve every buffer's listed size; check that none grew past it (a buffer resized beyond
+  // its listed size would break the plan's count); free them.
+  enum class ScratchStep { kReserve, kCheck, kRelease };
+  struct ScratchAction;
+  void apply_to_scratch(ScratchStep step, int64_t n_tokens, bool all_logits);
+  // Reserves the scratch of a batch of n_tokens (logits: forward()'s output rows).
+  void reserve_scratch(int64_t n_tokens, bool all_logits, std::vector<float>& logits);
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& config_;
@@ -132,12 +155,16 @@ class Transformer {
   std::vector<int32_t> prediction_top_;                      // [wanted]
   std::vector<int32_t> predicted_;
   std::vector<float> pick_weights_;                  // [n_tokens][n_expert_used]
+  std::vector<int64_t> row_of_pick_, token_of_row_;  // [n_tokens * n_expert_used]
   std::vector<float> gate_out_, up_out_, down_out_;  // [routed rows][...]
   std::vector<float> shared_gate_out_, shared_up_out_, shared_down_out_, shared_scale_;
   std::array<ConvertedRows, 32> converted_;  // indexed by QuantType id
   std::array<bool, 32> converted_valid_{};
   ConvertedRows gathered_gate_, gathered_up_, activations_, scratch_rows_;
   AttentionScratch attention_scratch_;
+  // The largest batch reserved since release_scratch(), and whether one kept all logits.
+  int64_t scratch_tokens_ = 0;
+  bool scratch_all_logits_ = false;
 };
 
 }  // namespace strata

@@ -57,6 +57,17 @@ int default_readahead_layers(const ExpertLayout& experts) {
   return experts.has_large_units() ? 1 : 2;
 }
 
+// 40960 -> "40,960": token counts as people read them.
+std::string digit_groups(int64_t count) {
+  const std::string digits = std::to_string(count);
+  std::string grouped;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return grouped;
+}
+
 }  // namespace
 
 Result<uint64_t> parse_readahead_budget(std::string_view text) {
@@ -76,6 +87,13 @@ Result<MemoryBudget> parse_memory_budget(std::string_view text) {
                         fmt::format("--mem auto: 80 % of {} {}", format_bytes(available->bytes),
                                     available->source)};
   }
+  // A share is what --arena takes (an arena holding that share of the experts); a budget of the
+  // whole process as a share of something would leave unsaid of what.
+  if (text.ends_with('%'))
+    return Status::errorf(
+        "--mem {}: a memory budget is a size (512M, 4G) or auto; for an expert arena holding {} of "
+        "the experts use --arena {}",
+        text, text, text);
   STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, parse_byte_size(text));
   // 0 stands for "no budget" in SessionOptions; asked for, it would silently lift the bound.
   if (bytes == 0)
@@ -245,6 +263,19 @@ bool Session::is_end_of_generation(int32_t token) const { return impl_->tokenize
 int64_t Session::n_vocab() const { return impl_->model().config().n_vocab; }
 int64_t Session::n_ctx() const { return impl_->cache->n_ctx(); }
 int64_t Session::n_past() const { return int64_t(impl_->context.size()); }
+int64_t Session::n_ctx_train() const { return impl_->model().config().n_ctx_train; }
+
+Status Session::check_fits_context(int64_t n_tokens, std::string_view what) const {
+  if (n_tokens <= n_ctx()) return Status();
+  const int64_t trained = n_ctx_train();
+  const std::string reason =
+      trained <= 0 ? "(--ctx)"
+      : n_ctx() < trained
+          ? fmt::format("(--ctx; the model was trained on {})", digit_groups(trained))
+          : fmt::format("(the model was trained on {})", digit_groups(trained));
+  return Status::errorf("{} has {} tokens but the context holds {} {}", what,
+                        digit_groups(n_tokens), digit_groups(n_ctx()), reason);
+}
 std::span<const float> Session::logits() const { return impl_->logits; }
 const SessionStats& Session::stats() const {
   impl_->stats.experts = impl_->loaded.experts->stats();
@@ -282,7 +313,12 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
   const auto start = std::chrono::steady_clock::now();
   const ExpertCounters before = loaded.experts->stats();
   const size_t chunk = size_t(std::max<int64_t>(1, options.prefill_chunk));
-  if (all_logits) all_logits->clear();
+  if (all_logits) {
+    // Exactly the rows that come back (the memory plan counts them): appending chunk by chunk
+    // would let the vector double past them.
+    all_logits->clear();
+    all_logits->reserve(tokens.size() * size_t(model().config().n_vocab));
+  }
   decoding = tokens.size() == 1;
   for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
     const auto part = tokens.subspan(begin, std::min(chunk, tokens.size() - begin));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 
@@ -63,6 +64,21 @@ ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
   return order;
 }
 
+// Says, once per process (bench and eval open many sessions, quiet ones, of one file), how
+// `strata repack` would write the model to stream faster, where it would: units that take three
+// small reads instead of one, or Q4_0 rows grouped after each read (only a CPU with the grouped
+// kernel does that) instead of in the file (--grouped).
+void note_faster_layout(bool split_reads, const ExpertRowOrder& rows) {
+  static std::atomic<bool> noted{false};
+  if (!(split_reads || rows.grouped_after_read) || noted.exchange(true)) return;
+  std::fprintf(stderr,
+               "note: `strata repack%s` writes this model with %s%s%s, which streams faster\n",
+               rows.grouped_after_read ? " --grouped" : "",
+               split_reads ? "each expert one read instead of three small ones" : "",
+               split_reads && rows.grouped_after_read ? " and " : "",
+               rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
+}
+
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
   const bool copied = copied_when_resident(*file);
@@ -88,6 +104,7 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
   if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
   STRATA_ASSIGN_OR_RETURN(auto data,
                           load_resident_tensor_data(*file, progress ? &*progress : nullptr));
+  if (progress) progress->finish();
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
   session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
   const bool grouped = file->has(kQ4_0RowGroupsKey);
@@ -110,6 +127,7 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
   request.n_threads = options.n_threads;
   request.all_logits = options.teacher_forced;
   request.io_alignment = reader.alignment();
+  request.cache_policy = options.cache_policy;
   if (!options.next_expert_predictor_path.empty()) {
     const ModelConfig& config = described.config();
     STRATA_ASSIGN_OR_RETURN(
@@ -117,7 +135,7 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
         NextExpertPredictor::bytes_to_load(options.next_expert_predictor_path, config.n_layer,
                                            config.n_embd, config.n_expert));
   }
-  return plan_memory(described, request);
+  return plan_memory(described, request, available_memory());
 }
 
 // The arena's bytes: what the budget's plan leaves it (the plan is printed, and kept for
@@ -172,10 +190,14 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
   std::shared_ptr<LoadedTensorData> dense;
   {
     std::optional<ProgressBar> progress;
-    if (!options.quiet) progress.emplace("loading dense weights", dense_tensor_bytes(*file));
+    if (!options.quiet)
+      progress.emplace("loading dense weights",
+                       LoadedTensorData::bytes_to_load(*file, reader->alignment(),
+                                                       LoadedTensorData::Contents::kDense));
     STRATA_ASSIGN_OR_RETURN(
         dense, LoadedTensorData::load(*file, *reader, LoadedTensorData::Contents::kDense,
                                       progress ? &*progress : nullptr));
+    if (progress) progress->finish();
   }
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, dense));
   const ModelConfig& config = session.model->config();
@@ -202,14 +224,7 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
   const int reads_per_unit = layout.most_reads_per_unit(reader->alignment());
   const bool split_reads = reads_per_unit > 1 && !layout.has_large_units();
   const ExpertRowOrder rows = expert_row_order(session.model->weights().experts);
-  if (!options.quiet && (split_reads || rows.grouped_after_read))
-    std::fprintf(
-        stderr,
-        "note: `strata repack --grouped` writes this model with %s%s%s, which streams "
-        "faster\n",
-        split_reads ? "each expert one read instead of three small ones" : "",
-        split_reads && rows.grouped_after_read ? " and " : "",
-        rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
+  note_faster_layout(split_reads, rows);
   session.read_pattern =
       ExpertReadPattern{.read_bytes = largest_unit_read(layout, reader->alignment()),
                         .in_flight = store->io_backend() == IoBackend::kUring

@@ -30,7 +30,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->add_flag("--cold", options->cold,
                     "fresh session and dropped page cache before every run (root)");
   add_streaming_flags(command, options->session, *readahead_budget);
-  command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
+  command->add_option("--prompt-file", options->prompt_file, "prompt text")
+      ->default_str("a built-in one");
   command->add_option("-o,--out", *out, "write the JSON record here");
   command->add_option("--plot", *plot,
                       "write an SVG chart here: decode as a share of its bound, and disk busy");

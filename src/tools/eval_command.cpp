@@ -85,14 +85,19 @@ void add_suite_inputs(CommandInputs& inputs, const std::string& suite_path,
   for (const eval::SuiteWindow& window : suite.windows)
     inputs.add_file(
         "a document of the suite",
-        (fs::path(eval_dir.empty() ? suite.eval_dir : eval_dir) / window.source).string());
+        (fs::path(eval_dir.empty() ? eval::suite_eval_dir(suite, suite_path) : eval_dir) /
+         window.source)
+            .string());
 }
 
+// The windows' tokens, from --eval-dir where given, else from the suite's own directory.
 Result<std::vector<std::vector<int32_t>>> suite_tokens(const eval::Suite& suite,
+                                                       const std::string& suite_path,
                                                        const std::string& eval_dir,
                                                        const std::string& tokenizer_path) {
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, TextTokenizer::open(tokenizer_path));
-  return eval::load_window_tokens(suite, eval_dir.empty() ? suite.eval_dir : eval_dir, *tokenizer);
+  return eval::load_window_tokens(
+      suite, eval_dir.empty() ? eval::suite_eval_dir(suite, suite_path) : eval_dir, *tokenizer);
 }
 
 int make_suite(const SuiteFlags& flags) {
@@ -107,8 +112,9 @@ int make_suite(const SuiteFlags& flags) {
     return report_failure(status);
   const auto tokenizer = TextTokenizer::open(spec.tokenizer_path);
   if (!tokenizer.ok()) return report_failure(tokenizer.status());
-  const auto suite = eval::make_suite(spec, *tokenizer.value(), print_line);
+  auto suite = eval::make_suite(spec, *tokenizer.value(), print_line);
   if (!suite.ok()) return report_failure(suite.status());
+  suite.value().eval_dir = eval::eval_dir_for_suite(spec.eval_dir, out);
   if (const Status s = write_text(out, eval::encode_suite(suite.value())); !s.ok())
     return report_failure(s);
   std::fprintf(stderr, "%s: %zu windows of %lld + %lld tokens\n", out.c_str(),
@@ -129,7 +135,7 @@ int write_tokens(const TokensFlags& flags) {
                                   eval::window_tokens_files(flags.out_dir, suite.value())),
       flags.force);
   if (!writable.ok()) return report_failure(writable);
-  const auto tokens = suite_tokens(suite.value(), flags.eval_dir, vocab);
+  const auto tokens = suite_tokens(suite.value(), flags.suite_path, flags.eval_dir, vocab);
   if (!tokens.ok()) return report_failure(tokens.status());
   const Status written = eval::write_window_tokens(flags.out_dir, suite.value(), tokens.value());
   if (!written.ok()) return report_failure(written);
@@ -187,8 +193,8 @@ int run(RunFlags& flags) {
     return report_failure(status);
   const auto config = scoring_config(flags);
   if (!config.ok()) return report_failure(config.status());
-  const auto tokens =
-      suite_tokens(suite.value(), flags.eval_dir, config.value().candidate.model_path);
+  const auto tokens = suite_tokens(suite.value(), flags.suite_path, flags.eval_dir,
+                                   config.value().candidate.model_path);
   if (!tokens.ok()) return report_failure(tokens.status());
   const auto result = eval::score_suite(suite.value(), tokens.value(), config.value(), print_line);
   if (!result.ok()) return report_failure(result.status());
@@ -305,16 +311,18 @@ void add_bootstrap_flags(CLI::App* command, eval::BootstrapOptions& bootstrap) {
 // The reference model's options: the flags of `strata run` that shape logits, with --ref-.
 void add_reference_flags(CLI::App* command, SessionFlags& flags) {
   SessionOptions& o = flags.options;
-  command->add_option("--ref-model", o.model_path,
-                      "reference model (default: the candidate's file, exact and resident)");
+  command->add_option("--ref-model", o.model_path, "reference model")
+      ->default_str("the candidate's file, exact and resident");
   command->add_option("--ref-mem", flags.memory_budget, "reference: memory budget");
   command->add_option("--ref-arena", flags.arena_share, "reference: arena share (25%)");
   command->add_option("--ref-moce", o.moce_bonus, "reference: cache-aware routing bonus")
       ->check(real_number("0 or more", [](double v) { return v >= 0; }));
   command->add_option("--ref-moce-protect", o.moce_protect, "reference: exact top picks")
       ->check(at_least(0));
-  command->add_option("--ref-readahead", o.readahead, "reference: experts prefetched per layer");
-  command->add_option("--ref-cache-policy", o.cache_policy, "reference: arena policy");
+  command->add_option("--ref-readahead", o.readahead, "reference: experts prefetched per layer")
+      ->default_str("top-k");
+  command->add_option("--ref-cache-policy", o.cache_policy, "reference: arena policy")
+      ->default_str("successor");
   command->add_option("--ref-prefill-chunk", o.prefill_chunk, "reference: prompt tokens per batch")
       ->check(at_least(1));
 }
@@ -323,7 +331,8 @@ void add_run(CLI::App* eval_app, Action& action) {
   auto* command = eval_app->add_subcommand("run", "score a candidate against a reference");
   auto flags = std::make_shared<RunFlags>();
   command->add_option("--suite", flags->suite_path, "suite file (make-suite)")->required();
-  command->add_option("--eval-dir", flags->eval_dir, "where the suite's sources are");
+  command->add_option("--eval-dir", flags->eval_dir, "where the suite's sources are")
+      ->default_str("the suite's eval_dir, relative to the suite file");
   add_session_flags(command, flags->candidate);
   add_reference_flags(command, flags->reference);
   auto* logits = command->add_option("--ref-logits", flags->reference_logits,
@@ -337,8 +346,8 @@ void add_run(CLI::App* eval_app, Action& action) {
   command->add_option("--save-ref", flags->save_reference, "store the reference's logits here");
   command
       ->add_option("--save-ref-top-k", flags->save_top_k,
-                   "store the top K log-probs per row (0: full rows; default: full rows up "
-                   "to 65,536 tokens of vocabulary, else 256)")
+                   "store the top K log-probs per row (0: full rows)")
+      ->default_str("full rows up to 65,536 tokens of vocabulary, else 256")
       ->check(at_least(0));
   add_bootstrap_flags(command, flags->bootstrap);
   add_output_flags(command, flags->outputs);
@@ -371,8 +380,9 @@ void add_eval_command(CLI::App& app, Action& action) {
       eval_app->add_subcommand("tokens", "write each window's tokens for `strata logits`");
   auto tokens_flags = std::make_shared<TokensFlags>();
   tokens->add_option("--suite", tokens_flags->suite_path, "suite file")->required();
-  tokens->add_option("--eval-dir", tokens_flags->eval_dir, "where the suite's sources are");
-  tokens->add_option("--vocab", tokens_flags->vocab, "tokenizer (default: the suite's)");
+  tokens->add_option("--eval-dir", tokens_flags->eval_dir, "where the suite's sources are")
+      ->default_str("the suite's eval_dir, relative to the suite file");
+  tokens->add_option("--vocab", tokens_flags->vocab, "tokenizer")->default_str("the suite's");
   tokens->add_option("-o,--out", tokens_flags->out_dir, "directory to write")->required();
   tokens->add_flag("--force", tokens_flags->force, "replace existing token files");
   tokens->callback(

@@ -51,6 +51,10 @@ int run_logits(LogitsFlags flags) {
   if (options.n_ctx == 0) options.n_ctx = int64_t(tokens.value().size());
   const auto session = Session::open(options);
   if (!session.ok()) return report_failure(session.status());
+  if (const Status fits =
+          session.value()->check_fits_context(int64_t(tokens.value().size()), flags.tokens_path);
+      !fits.ok())
+    return report_failure(fits);
   std::vector<float> logits;
   const Status fed = session.value()->feed_teacher_forced(tokens.value(), logits);
   if (!fed.ok()) return report_failure(fed);
@@ -69,9 +73,10 @@ void add_logits_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand("logits", "teacher-forced logits of a token sequence");
   auto flags = std::make_shared<LogitsFlags>();
   add_session_flags(command, flags->session);
+  command->get_option("--ctx")->default_str("the number of tokens");
   command->add_option("--tokens", flags->tokens_path, "JSON array of token ids (-: standard input)")
       ->required();
-  command->add_option("--out", flags->out_path, "output file: float32 [n_tokens][n_vocab]")
+  command->add_option("-o,--out", flags->out_path, "output file: float32 [n_tokens][n_vocab]")
       ->required();
   command->add_flag("--force", flags->force, "replace an existing --out file (never an input)");
   command->callback([&action, flags] { action = [flags] { return run_logits(*flags); }; });

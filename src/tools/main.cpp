@@ -1,8 +1,11 @@
 // strata: the command-line front end. Each sub-command lives in its own file (command.h).
+#include <strata/version.h>
+
 #include <cstdio>
 #include <new>
 
 #include "tools/command.h"
+#include "tools/help_formatter.h"
 
 namespace strata::tools {
 
@@ -20,6 +23,10 @@ int main(int argc, char** argv) {
   using namespace strata::tools;
   arguments.assign(argv, argv + argc);
   CLI::App app{"Strata: Mixture-of-Experts inference with experts streamed from disk", "strata"};
+  // Sub-commands copy these when they are added: every option's --help then shows its default.
+  app.option_defaults()->always_capture_default();
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.set_version_flag("--version", [] { return strata::version_line(); });
   app.require_subcommand(1);
   Action action;
   add_run_command(app, action);
@@ -39,7 +46,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);  // --help prints the usage
+    // --help prints the usage, --version the version line
+    if (error.get_exit_code() == 0) return app.exit(error);
     // Like every other bad input: one line, exit code 1.
     return report_failure(strata::Status::error(error.what()));
   }

@@ -51,9 +51,9 @@ void add_make_model_command(CLI::App& app, Action& action) {
   command->add_option("--type", o.type, "format of the 2-D weights: q4_0, q4_k, q8_0, f16, ...");
   command->add_option("--seed", o.seed, "weights are a function of the seed");
   command->add_option("-o,--output", o.output_path, "output GGUF file");
-  command->add_option("--vocab", o.vocab_path,
-                      "copy the tokenizer of this GGUF (default: byte-level)");
-  command->add_option("-t,--threads", o.n_threads, "threads (default: one per core)");
+  command->add_option("--vocab", o.vocab_path, "copy the tokenizer of this GGUF")
+      ->default_str("a byte-level one");
+  command->add_option("-t,--threads", o.n_threads, "threads")->default_str("one per core");
   command->add_option("--stats-tokens", flags->stats_tokens,
                       "tokens to measure routing on after writing (0: skip)");
   command->add_flag("--list", flags->list, "list the presets");

@@ -54,6 +54,22 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
   return write_file_atomically(path, text);
 }
 
+// One line that says what each figure is, in MiB and ms. The share served from the arena counts
+// the claims that did not wait for a read: hits and timely read-ahead hits, not late ones.
+std::string expert_summary(const SessionStats& stats) {
+  const ExpertCounters& e = stats.experts;
+  const double run_ms = stats.prefill_ms + stats.decode_ms;
+  constexpr double kMiB = 1048576;
+  return fmt::format(
+      "experts: {:.1f} % served from the arena ({} hits: resident when their layer began; {} "
+      "read-ahead hits: prefetched in time; {} late: prefetched but still loading; {} misses: "
+      "read on demand) | {:.1f} MiB read, waiting {:.1f} ms, computing {:.1f} ms, disk busy "
+      "{:.0f} % | peak RSS {:.1f} MiB",
+      100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
+      double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
+      run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0, double(Session::peak_rss_bytes()) / kMiB);
+}
+
 int run(RunFlags flags) {
   CommandInputs inputs;
   inputs.add_session(flags.session.options).add_file("the prompt file", flags.prompt_file);
@@ -71,6 +87,10 @@ int run(RunFlags flags) {
   Session& session = *opened.value();
   const std::vector<int32_t> prompt = session.tokenize(flags.prompt);
   if (prompt.empty()) return report_failure(Status::error("the prompt is empty"));
+  // Refused before the prompt is echoed: stdout then holds nothing of a run that did not happen.
+  if (const Status fits = session.check_fits_context(int64_t(prompt.size()), "the prompt");
+      !fits.ok())
+    return report_failure(fits);
   std::fputs(flags.prompt.c_str(), stdout);
   std::fflush(stdout);
   const auto generated =
@@ -96,20 +116,8 @@ int run(RunFlags flags) {
     summary += fmt::format(", decode {:.2f} tok/s over {} steps", stats.decode_tokens_per_s(),
                            stats.decode_tokens);
   std::fprintf(stderr, "%s\n", summary.c_str());
-  if (streams_experts(flags.session.options)) {
-    const ExpertCounters& e = stats.experts;
-    std::fprintf(stderr,
-                 "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "
-                 "%.1f MB read, %.1f ms waiting and %.1f computing, disk reading %.0f %% of the "
-                 "time; peak RSS %.1f MiB\n",
-                 100 * e.hit_rate(), static_cast<unsigned long long>(e.hits),
-                 static_cast<unsigned long long>(e.readahead_hits),
-                 static_cast<unsigned long long>(e.late_readaheads),
-                 static_cast<unsigned long long>(e.misses), double(e.bytes_read) / 1e6,
-                 e.host_wait_ms, stats.prefill_ms + stats.decode_ms - e.host_wait_ms,
-                 100 * e.disk_active_ms / (stats.prefill_ms + stats.decode_ms),
-                 double(Session::peak_rss_bytes()) / 1048576);
-  }
+  if (streams_experts(flags.session.options))
+    std::fprintf(stderr, "%s\n", expert_summary(stats).c_str());
   if (!flags.stats_path.empty()) {
     const Status written = write_stats(flags.stats_path, session, int64_t(prompt.size()));
     if (!written.ok()) return report_failure(written);

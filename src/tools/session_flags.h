@@ -30,8 +30,10 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->add_option("--moce-protect", options.moce_protect,
                    "top picks always taken from the exact router logits")
       ->check(at_least(0));
-  command->add_option("--readahead", options.readahead,
-                      "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
+  command
+      ->add_option("--readahead", options.readahead,
+                   "experts per layer to prefetch for the next layer (0: off)")
+      ->default_str("top-k");
   command
       ->add_option("--readahead-layers", options.readahead_layers,
                    "how many layers ahead to predict and prefetch (0: 2 for expert units under 1 "
@@ -39,12 +41,13 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->check(CLI::Range(0, 8));
   command
       ->add_option("--readahead-far", options.readahead_far,
-                   "of each layer beyond the next, prefetch only this many top predictions "
-                   "(default: 2)")
+                   "of each layer beyond the next, prefetch only this many top predictions")
+      ->default_str("2")
       ->check(at_least(0));
-  command->add_option("--readahead-budget", readahead_budget,
-                      "bytes of read-ahead a token may start, spread over its layers (e.g. 64M; "
-                      "default: no limit)");
+  command
+      ->add_option("--readahead-budget", readahead_budget,
+                   "bytes of read-ahead a token may start, spread over its layers (e.g. 64M)")
+      ->default_str("no limit");
   command->add_option("--io-threads", options.io_threads, "reader threads")->check(at_least(1));
   command
       ->add_option("--io-depth", options.io_depth,
@@ -54,9 +57,8 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->check(at_least(0));
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
-  command->add_option("--cache-policy", options.cache_policy,
-                      "expert arena replacement policy (default: successor; predicted with "
-                      "--predictor)");
+  command->add_option("--cache-policy", options.cache_policy, "expert arena replacement policy")
+      ->default_str("successor; predicted with --predictor");
   command->add_option("--predictor", options.next_expert_predictor_path,
                       "next-expert predictor (strata fit-predictor): estimates which of each "
                       "layer's experts the next tokens use, for the arena's policy");
@@ -65,9 +67,11 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   SessionOptions& options = flags.options;
   command->add_option("-m,--model", options.model_path, "GGUF model file")->required();
-  command->add_option("--mem", flags.memory_budget,
-                      "memory budget of the whole process (512M, 4G, auto); experts stream from "
-                      "the file into what it leaves. Default: no budget, everything resident");
+  command
+      ->add_option("--mem", flags.memory_budget,
+                   "memory budget of the whole process (512M, 4G, auto); experts stream from "
+                   "the file into what it leaves")
+      ->default_str("none, every expert resident");
   command->add_option("--arena", flags.arena_share,
                       "experiments: stream experts into an arena holding this share of them "
                       "(25%), without an overall budget");
@@ -75,9 +79,11 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   command->add_option("--warm", options.warm_path,
                       "expert usage file: preload its hottest experts, add this run's usage to "
                       "it at exit");
-  command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
+  command->add_option("-t,--threads", options.n_threads, "compute threads")
+      ->default_str("one per core")
       ->check(at_least(0));
-  command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")
+  command->add_option("-c,--ctx,--ctx-size", options.n_ctx, "context length in tokens")
+      ->default_str("min(trained, 4096)")
       ->check(at_least(0));
   command->add_option("--prefill-chunk", options.prefill_chunk, "prompt tokens per forward batch")
       ->check(at_least(1));

@@ -41,6 +41,7 @@ int split(const SplitFlags& flags) {
   {
     ProgressBar progress("split", tensor_bytes);
     parts = gguf::write_split_model(*source.value(), flags.prefix, options, &progress);
+    if (parts.ok()) progress.finish();
   }
   if (!parts.ok()) return report_failure(parts.status());
   std::fprintf(stderr, "wrote %zu parts: %s ... %s\n", parts.value().size(),

@@ -38,6 +38,12 @@ Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags
   std::vector<int32_t> tokens = session.tokenize(text);
   if (flags.limit > 0 && int64_t(tokens.size()) > flags.limit) tokens.resize(size_t(flags.limit));
   if (tokens.empty()) return Status::error("trace: the text has no tokens");
+  const std::string& input = flags.teacher_forced_file.empty()
+                                 ? (flags.prompt_file.empty() ? "the prompt" : flags.prompt_file)
+                                 : flags.teacher_forced_file;
+  if (const Status fits = session.check_fits_context(int64_t(tokens.size()), input); !fits.ok())
+    return Status::errorf("trace: {}; --limit {} traces its first {} tokens", fits.message(),
+                          session.n_ctx(), session.n_ctx());
   if (!flags.teacher_forced_file.empty()) {
     STRATA_RETURN_IF_ERROR(session.feed(tokens));
     return std::pair{uint64_t(tokens.size()),
