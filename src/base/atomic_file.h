@@ -1,5 +1,6 @@
 // Files appear complete or not at all: written to "<path>.tmp-<pid>", then renamed over
-// `path`, so a crash or a full disk never leaves half a file where a reader expects one.
+// `path`, so a crash or a full disk never leaves half a file where a reader expects one, and
+// a failure or an interruption leaves no temporary either (temporary_path.h).
 #pragma once
 
 #include <strata/status.h>

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/check.h"
+#include "base/interrupt.h"
 
 namespace strata::gguf {
 namespace {
@@ -64,10 +65,7 @@ std::vector<uint8_t> encode_array(ValueType element_type, std::span<const T> val
 GgufWriter::GgufWriter(std::string path) : path_(std::move(path)) {}
 
 GgufWriter::~GgufWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(temp_path_.c_str());
-  }
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void GgufWriter::set_value(std::string_view key, std::vector<uint8_t> encoded) {
@@ -229,10 +227,10 @@ Status GgufWriter::begin() {
   STRATA_CHECK(state_ == State::kCollecting);
   const std::vector<uint8_t> header = encode_header();
   data_offset_ = header.size();
-  temp_path_ = fmt::format("{}.tmp-{}", path_, ::getpid());
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  temp_ = TemporaryPath(fmt::format("{}.tmp-{}", path_, ::getpid()), TemporaryPath::Kind::kFile);
+  fd_ = ::open(temp_.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    return fail(fmt::format("cannot create {}: {}", temp_path_, std::strerror(errno)));
+    return fail(fmt::format("cannot create {}: {}", temp_.path(), std::strerror(errno)));
   }
   state_ = State::kWriting;
   buffer_.reserve(kBufferBytes);
@@ -250,6 +248,7 @@ void GgufWriter::advance_past_full_tensors() {
 Status GgufWriter::write_tensor_data(std::span<const uint8_t> bytes) {
   if (state_ == State::kFailed) return error_;
   STRATA_CHECK(state_ == State::kWriting);
+  if (interrupted()) return fail("interrupted");
   if (bytes.empty()) return Status();
   advance_past_full_tensors();
   if (current_ == tensors_.size()) {
@@ -282,15 +281,12 @@ Status GgufWriter::finish() {
   if (::fsync(fd_) != 0) return fail(fmt::format("cannot sync: {}", std::strerror(errno)));
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) {
-    ::unlink(temp_path_.c_str());
-    return fail(fmt::format("cannot close: {}", std::strerror(errno)));
-  }
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+  if (::close(fd) != 0) return fail(fmt::format("cannot close: {}", std::strerror(errno)));
+  if (std::rename(temp_.path().c_str(), path_.c_str()) != 0) {
     const int err = errno;
-    ::unlink(temp_path_.c_str());
-    return fail(fmt::format("cannot rename {} into place: {}", temp_path_, std::strerror(err)));
+    return fail(fmt::format("cannot rename {} into place: {}", temp_.path(), std::strerror(err)));
   }
+  temp_.release();
   state_ = State::kFinished;
   return Status();
 }
@@ -342,8 +338,8 @@ Status GgufWriter::fail(std::string_view what) {
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
-    ::unlink(temp_path_.c_str());
   }
+  temp_.remove();
   return error_;
 }
 

@@ -15,8 +15,8 @@
 #include <iterator>
 #include <limits>
 #include <optional>
-#include <thread>
 
+#include "base/interrupt.h"
 #include "base/svg_chart.h"
 #include "base/whole_file.h"
 #include "cpu/memory_bandwidth.h"
@@ -186,7 +186,11 @@ Result<Run> run_once(Session& session, const std::vector<int32_t>& prompt, int64
   options.temperature = 0.8f;
   options.seed = 1;
   options.stop_at_end_of_generation = false;
-  STRATA_ASSIGN_OR_RETURN(const auto tokens, session.generate(prompt, options, nullptr));
+  // Ctrl-C or SIGTERM ends the bench between tokens: a cut run is not a measurement.
+  STRATA_ASSIGN_OR_RETURN(
+      const auto tokens,
+      session.generate(prompt, options, [](int32_t, std::string_view) { return !interrupted(); }));
+  if (interrupted()) return interrupted_error();
   const SessionStats& stats = session.stats();
   Run run;
   run.prefill_tokens_per_s = stats.prefill_tokens_per_s();
@@ -267,9 +271,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
   if (!options.prompt_file.empty()) {
     STRATA_ASSIGN_OR_RETURN(text, read_whole_file(options.prompt_file));
   }
-  const int n_threads = options.session.n_threads > 0
-                            ? options.session.n_threads
-                            : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int n_threads =
+      options.session.n_threads > 0 ? options.session.n_threads : ThreadPool::default_threads();
   const int64_t longest =
       *std::max_element(options.prompt_lengths.begin(), options.prompt_lengths.end());
   const int64_t n_ctx = longest + options.generated_tokens + 1;
@@ -284,7 +287,8 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                            {"repetitions", options.repetitions},
                            {"generated_tokens", options.generated_tokens},
                            {"cold", options.cold}};
-  ThreadPool probe_pool(n_threads);
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> probe_pool,
+                          ThreadPool::start(n_threads));
   if (!options.prompt_file.empty()) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(options.prompt_file));
     record["prompt_file"] = {{"path", options.prompt_file}, {"sha256", hash}};
@@ -327,7 +331,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                                 prompt_tokens(*v.session, text, options.prompt_lengths[p]));
         // The probe's buffer lives only while it measures: a session's plan (a byte budget
         // bounds the whole process) and its run must not carry the probe's 1 GiB.
-        const double bandwidth = BandwidthProbe(probe_pool, kProbeBytes).measure(kProbePasses);
+        const double bandwidth = BandwidthProbe(*probe_pool, kProbeBytes).measure(kProbePasses);
         double disk_before = 0, disk_after = 0, unit_before = 0, unit_after = 0;
         if (v.reader) {
           STRATA_ASSIGN_OR_RETURN(disk_before, probe_disk(v, options));

@@ -1,6 +1,7 @@
 #include <strata/session.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +10,10 @@
 #include <thread>
 
 #include "base/cpu_features.h"
+#include "base/interrupt.h"
 #include "cpu/thread_pool.h"
+#include "experts/io_engine.h"
+#include "experts/replacement_policy.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/transformer.h"
@@ -156,8 +160,9 @@ namespace {
 
 Result<SessionOptions> resolved(const SessionOptions& requested) {
   SessionOptions options = requested;
-  if (options.n_threads <= 0)
-    options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.n_threads <= 0) options.n_threads = ThreadPool::default_threads();
+  if (options.n_threads > ThreadPool::kMaxThreads)
+    return Status::errorf("--threads {}: at most {}", options.n_threads, ThreadPool::kMaxThreads);
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   if (options.n_ctx <= 0) options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
@@ -173,6 +178,15 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
     return Status::errorf("--ctx {}: the KV cache needs {}, but {} are {}", options.n_ctx,
                           format_bytes(kv_cache), format_bytes(available->bytes),
                           available->source);
+  if (options.io_threads < 1 || options.io_threads > IoEngine::kMaxThreads)
+    return Status::errorf("--io-threads {}: from 1 to {}", options.io_threads,
+                          IoEngine::kMaxThreads);
+  // Checked whether or not experts stream, so that a typo is said at once.
+  const std::vector<std::string_view> policies = policy_names();
+  if (!options.cache_policy.empty() &&
+      std::find(policies.begin(), policies.end(), options.cache_policy) == policies.end())
+    return Status::errorf("--cache-policy: unknown replacement policy '{}' (known: {})",
+                          options.cache_policy, fmt::join(policies, ", "));
   const bool predictor = !options.next_expert_predictor_path.empty();
   if (options.cache_policy.empty()) options.cache_policy = predictor ? "predicted" : "successor";
   if (options.cache_policy == "predicted" && !predictor)
@@ -194,7 +208,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   STRATA_ASSIGN_OR_RETURN(LoadedSession loaded, load_session(options));
   auto impl = std::make_unique<Impl>(options, std::move(loaded));
   const ModelConfig& config = impl->model().config();
-  impl->pool = std::make_unique<ThreadPool>(options.n_threads);
+  STRATA_ASSIGN_OR_RETURN(impl->pool, ThreadPool::start(options.n_threads));
   impl->loaded.experts->set_before_blocking([pool = impl->pool.get()] { pool->rest(); });
   impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
   impl->transformer =
@@ -209,6 +223,9 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
   const bool streaming = options.memory_budget > 0 || options.arena_share > 0;
+  if (!requested.cache_policy.empty() && !streaming && !options.quiet)
+    std::fputs("note: --cache-policy only matters when experts stream (--mem or --arena)\n",
+               stderr);
   if (!options.next_expert_predictor_path.empty()) {
     // Checked even when every expert is resident, so a wrong file is said at once.
     STRATA_ASSIGN_OR_RETURN(
@@ -321,13 +338,22 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
   const size_t chunk = size_t(std::max<int64_t>(1, options.prefill_chunk));
   if (all_logits) all_logits->clear();
   decoding = tokens.size() == 1;
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    const auto part = tokens.subspan(begin, std::min(chunk, tokens.size() - begin));
+  size_t fed = 0;
+  Status stopped;
+  while (fed < tokens.size()) {
+    // Before each chunk of a prefill; a decode step, one token, always completes, so that a
+    // caller polling between tokens never loses one it was told about.
+    if (tokens.size() > 1 && interrupted()) {
+      stopped = interrupted_error();
+      break;
+    }
+    const auto part = tokens.subspan(fed, std::min(chunk, tokens.size() - fed));
     batch_start = int64_t(context.size());
     STRATA_RETURN_IF_ERROR(
         transformer->forward(part, int64_t(context.size()), *cache, all_logits != nullptr, logits));
     context.insert(context.end(), part.begin(), part.end());
     if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
+    fed += part.size();
   }
   if (all_logits) {
     const size_t n_vocab = size_t(model().config().n_vocab);
@@ -337,16 +363,16 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const bool prefill = tokens.size() > 1;
   if (prefill) {
-    stats.prefill_tokens += int64_t(tokens.size());
+    stats.prefill_tokens += int64_t(fed);
     stats.prefill_ms += ms;
     transformer->release_scratch();  // the prompt's batch-sized buffers
   } else {
     stats.decode_tokens += 1;
     stats.decode_ms += ms;
   }
-  stats.steps.push_back({prefill, int64_t(tokens.size()), ms,
-                         difference(counters_of(loaded.experts->stats()), before)});
-  return Status();
+  stats.steps.push_back(
+      {prefill, int64_t(fed), ms, difference(counters_of(loaded.experts->stats()), before)});
+  return stopped;
 }
 
 Status Session::feed(std::span<const int32_t> tokens) { return impl_->feed(tokens, nullptr); }
@@ -383,7 +409,7 @@ Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
     const int32_t token = sampler.sample(impl_->logits, impl_->context);
     if (options.stop_at_end_of_generation && impl_->tokenizer().is_eog(token)) break;
     generated.push_back(token);
-    if (on_token) on_token(token, text.push(impl_->tokenizer().decode_piece(token)));
+    if (on_token && !on_token(token, text.push(impl_->tokenizer().decode_piece(token)))) break;
     if (i + 1 == options.max_tokens) break;
     // A full context ends the continuation; the token sampled from it is kept.
     if (int64_t(impl_->context.size()) >= impl_->cache->n_ctx()) break;

@@ -326,12 +326,16 @@ void add_cachesim_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   command->add_flag("--scan-prompt", flags->scan_prompt,
                     "insert the units of prompt tokens as scan units");
-  command->add_option("--prefill-chunk", flags->prefill_chunk,
-                      "replay the prompt as the arena's prefill, in chunks of this many tokens "
-                      "(0: token by token)");
-  command->add_option("--readahead", flags->readahead,
-                      "insert each token's top N predictions for the next layer (traces "
-                      "recorded with predictions)");
+  command
+      ->add_option("--prefill-chunk", flags->prefill_chunk,
+                   "replay the prompt as the arena's prefill, in chunks of this many tokens "
+                   "(0: token by token)")
+      ->check(at_least(0));
+  command
+      ->add_option("--readahead", flags->readahead,
+                   "insert each token's top N predictions for the next layer (traces "
+                   "recorded with predictions)")
+      ->check(at_least(0));
   command->add_option("-o,--out", flags->out_path, "write the Markdown report here, not to stdout")
       ->check(file_to_write());
   command->add_option("--json", flags->json_path, "write the results as JSON")

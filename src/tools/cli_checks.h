@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "cpu/thread_pool.h"
+
 namespace strata::tools {
 
 // A whole number no smaller than `minimum`: "--io-depth: must be a whole number, 0 or more
@@ -23,6 +25,23 @@ inline CLI::Validator at_least(long long minimum) {
       },
       fmt::format("INT>={}", minimum));
 }
+
+// A whole number in [minimum, maximum]: "--threads: must be a whole number from 0 to 512 (got
+// '100000')". For counts that size something (threads, queues) and would fail, or wrap, far out.
+inline CLI::Validator whole_number_from(long long minimum, long long maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < minimum || value > maximum)
+          return fmt::format("must be a whole number from {} to {} (got '{}')", minimum, maximum,
+                             text);
+        return std::string();
+      },
+      fmt::format("INT in [{}, {}]", minimum, maximum));
+}
+
+// -t/--threads of every command: 0 (one per core) up to the thread pool's limit.
+inline CLI::Validator compute_threads() { return whole_number_from(0, ThreadPool::kMaxThreads); }
 
 // A finite number that `accept` takes: "--top-p: must be a number in (0, 1] (got 'nan')". NaN
 // or a negative temperature would otherwise sample silent garbage.
