@@ -24,7 +24,8 @@ int ThreadPool::default_threads() {
 }
 
 Result<std::unique_ptr<ThreadPool>> ThreadPool::start(int n_threads) {
-  STRATA_CHECK(n_threads >= 1 && n_threads <= kMaxThreads);
+  if (n_threads < 1 || n_threads > kMaxThreads)
+    return Status::errorf("{} compute threads: from 1 to {}", n_threads, kMaxThreads);
   std::unique_ptr<ThreadPool> pool(new ThreadPool());
   pool->workers_.reserve(size_t(n_threads - 1));
   for (int t = 1; t < n_threads; ++t) {

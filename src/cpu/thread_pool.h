@@ -32,9 +32,9 @@ class ThreadPool {
   // At most this many threads, the caller included: ggml's GGML_MAX_N_THREADS.
   static constexpr int kMaxThreads = 512;
 
-  // n_threads >= 1, the caller included. An error names the thread that could not start (the
-  // system's limit on threads, or on memory for their stacks); the ones started are stopped.
-  // REQUIRES: 1 <= n_threads <= kMaxThreads.
+  // n_threads, the caller included: 1 to kMaxThreads, else an error. An error also names the
+  // thread that could not start (the system's limit on threads, or on memory for their
+  // stacks); the ones started are stopped.
   static Result<std::unique_ptr<ThreadPool>> start(int n_threads);
   // One per core, at most kMaxThreads: what a thread count of 0 stands for.
   static int default_threads();

@@ -12,6 +12,14 @@
 namespace strata {
 namespace {
 
+TEST(ThreadPool, RefusesCountsOutsideItsLimit) {
+  EXPECT_EQ(ThreadPool::start(0).status().message(), "0 compute threads: from 1 to 512");
+  EXPECT_EQ(ThreadPool::start(513).status().message(), "513 compute threads: from 1 to 512");
+  EXPECT_EQ(ThreadPool::start(ThreadPool::kMaxThreads).value()->size(), ThreadPool::kMaxThreads);
+  EXPECT_GE(ThreadPool::default_threads(), 1);
+  EXPECT_LE(ThreadPool::default_threads(), ThreadPool::kMaxThreads);
+}
+
 TEST(ThreadPool, RunsEveryIndexOnceWithValidThreadNumbers) {
   for (int threads : {1, 2, 3, 8}) {
     const auto pool = ThreadPool::start(threads).value();

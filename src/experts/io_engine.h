@@ -87,8 +87,8 @@ class IoEngine {
   static constexpr int kMaxDepth = 4096;
   using Ticket = uint64_t;
 
-  // uring_depth: the requests kUring keeps running at once; 0: 2 * n_threads.
-  // REQUIRES: 1 <= n_threads <= kMaxThreads, 0 <= uring_depth <= kMaxDepth.
+  // uring_depth: the requests kUring keeps running at once; 0: 2 * n_threads. Errors: n_threads
+  // outside 1..kMaxThreads, uring_depth outside 0..kMaxDepth, a thread that cannot start.
   static Result<std::unique_ptr<IoEngine>> create(std::shared_ptr<FileReader> reader, int n_threads,
                                                   IoBackend backend, int uring_depth = 0);
   virtual ~IoEngine() = default;

@@ -1,7 +1,6 @@
 #include <strata/session.h>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +11,6 @@
 #include "base/cpu_features.h"
 #include "base/interrupt.h"
 #include "cpu/thread_pool.h"
-#include "experts/io_engine.h"
-#include "experts/replacement_policy.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/transformer.h"
@@ -161,8 +158,6 @@ namespace {
 Result<SessionOptions> resolved(const SessionOptions& requested) {
   SessionOptions options = requested;
   if (options.n_threads <= 0) options.n_threads = ThreadPool::default_threads();
-  if (options.n_threads > ThreadPool::kMaxThreads)
-    return Status::errorf("--threads {}: at most {}", options.n_threads, ThreadPool::kMaxThreads);
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   if (options.n_ctx <= 0) options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
@@ -178,15 +173,6 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
     return Status::errorf("--ctx {}: the KV cache needs {}, but {} are {}", options.n_ctx,
                           format_bytes(kv_cache), format_bytes(available->bytes),
                           available->source);
-  if (options.io_threads < 1 || options.io_threads > IoEngine::kMaxThreads)
-    return Status::errorf("--io-threads {}: from 1 to {}", options.io_threads,
-                          IoEngine::kMaxThreads);
-  // Checked whether or not experts stream, so that a typo is said at once.
-  const std::vector<std::string_view> policies = policy_names();
-  if (!options.cache_policy.empty() &&
-      std::find(policies.begin(), policies.end(), options.cache_policy) == policies.end())
-    return Status::errorf("--cache-policy: unknown replacement policy '{}' (known: {})",
-                          options.cache_policy, fmt::join(policies, ", "));
   const bool predictor = !options.next_expert_predictor_path.empty();
   if (options.cache_policy.empty()) options.cache_policy = predictor ? "predicted" : "successor";
   if (options.cache_policy == "predicted" && !predictor)

@@ -3,13 +3,16 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
 
 #include "cpu/thread_pool.h"
+#include "experts/replacement_policy.h"
 
 namespace strata::tools {
 
@@ -42,6 +45,20 @@ inline CLI::Validator whole_number_from(long long minimum, long long maximum) {
 
 // -t/--threads of every command: 0 (one per core) up to the thread pool's limit.
 inline CLI::Validator compute_threads() { return whole_number_from(0, ThreadPool::kMaxThreads); }
+
+// An expert arena replacement policy (experts/replacement_policy.h), checked whether or not
+// experts stream, so that a typo is said at once: "--cache-policy: unknown replacement policy
+// 'lifo' (known: lru, ...)".
+inline CLI::Validator replacement_policy() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        const std::vector<std::string_view> known = policy_names();
+        if (std::find(known.begin(), known.end(), name) != known.end()) return std::string();
+        return fmt::format("unknown replacement policy '{}' (known: {})", name,
+                           fmt::join(known, ", "));
+      },
+      "POLICY");
+}
 
 // A finite number that `accept` takes: "--top-p: must be a number in (0, 1] (got 'nan')". NaN
 // or a negative temperature would otherwise sample silent garbage.

@@ -240,7 +240,8 @@ void add_reference_flags(CLI::App* command, SessionFlags& flags) {
       ->check(at_least(0));
   command->add_option("--ref-readahead", o.readahead, "reference: experts prefetched per layer")
       ->check(at_least(0));
-  command->add_option("--ref-cache-policy", o.cache_policy, "reference: arena policy");
+  command->add_option("--ref-cache-policy", o.cache_policy, "reference: arena policy")
+      ->check(replacement_policy());
   command->add_option("--ref-prefill-chunk", o.prefill_chunk, "reference: prompt tokens per batch")
       ->check(at_least(1));
 }

@@ -60,9 +60,11 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->check(whole_number_from(0, IoEngine::kMaxDepth / int(IoEngine::kMaxRanges)));
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
-  command->add_option("--cache-policy", options.cache_policy,
-                      "expert arena replacement policy (default: successor; predicted with "
-                      "--predictor); only matters when experts stream");
+  command
+      ->add_option("--cache-policy", options.cache_policy,
+                   "expert arena replacement policy (default: successor; predicted with "
+                   "--predictor); only matters when experts stream")
+      ->check(replacement_policy());
   command->add_option("--predictor", options.next_expert_predictor_path,
                       "next-expert predictor (strata fit-predictor): estimates which of each "
                       "layer's experts the next tokens use, for the arena's policy");
