@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/svg_chart.h"
 #include "experts/cache_simulator.h"
 #include "experts/replacement_policy.h"
@@ -112,6 +113,7 @@ Result<Study> run_study(const CachesimFlags& flags) {
     for (const std::string& policy : study.policies) {
       auto& by_trace = by_policy.emplace_back();
       for (const ExpertTrace& trace : study.traces) {
+        if (interrupted()) return interrupted_error();
         STRATA_ASSIGN_OR_RETURN(CacheRun run, replay(trace, policy,
                                                      {size.capacity, flags.scan_prompt,
                                                       flags.prefill_chunk, flags.readahead}));
