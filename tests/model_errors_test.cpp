@@ -123,8 +123,8 @@ TEST(ModelErrors, TokenIdOutOfRange) {
   auto file = gguf::GgufFile::open(kTiny).value();
   auto model = Model::load(file).value();
   ResidentExpertStore store(model->weights().experts);
-  ThreadPool pool(1);
-  Transformer transformer(model, store, pool);
+  const auto pool = ThreadPool::start(1).value();
+  Transformer transformer(model, store, *pool);
   KvCache cache(model->config(), 4);
   std::vector<float> logits;
   const std::vector<int32_t> tokens = {1, 768};
@@ -164,8 +164,8 @@ TEST(ModelErrors, CorruptedCopiesNeverCrash) {
     }
     ++loaded;
     ResidentExpertStore store(model.value()->weights().experts);
-    ThreadPool pool(1);
-    Transformer transformer(model.value(), store, pool);
+    const auto pool = ThreadPool::start(1).value();
+    Transformer transformer(model.value(), store, *pool);
     KvCache cache(model.value()->config(), 4);
     std::vector<float> logits;
     const std::vector<int32_t> tokens = {1, 2, 3, 4};

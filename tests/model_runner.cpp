@@ -23,7 +23,7 @@ ModelRunner::ModelRunner(const std::string& path, int n_threads) {
   model_ =
       value_or_throw(Model::load(file, value_or_throw(load_resident_tensor_data(*file, nullptr))));
   store_ = std::make_unique<ResidentExpertStore>(model_->weights().experts);
-  pool_ = std::make_unique<ThreadPool>(n_threads);
+  pool_ = value_or_throw(ThreadPool::start(n_threads));
 }
 
 std::vector<float> ModelRunner::logits(const std::vector<int32_t>& tokens, int64_t chunk) {

@@ -90,14 +90,14 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.io_depth = setup.io_depth;
   options.policy = setup.policy;
   STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
-  ThreadPool pool(setup.threads);
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(setup.threads));
   StreamingRun run;
   // As sessions do: the pool's workers rest while the compute thread waits for a read.
   store->set_before_blocking([&] {
     ++run.blocking_waits;
-    pool.rest();
+    pool->rest();
   });
-  Transformer transformer(model, *store, pool);
+  Transformer transformer(model, *store, *pool);
   transformer.set_next_expert_predictor(setup.predictor);
   transformer.set_routing({.moce_bonus = setup.moce,
                            .moce_protect = setup.moce_protect,

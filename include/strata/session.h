@@ -163,6 +163,8 @@ class Session {
   Status check_fits_context(int64_t n_tokens, std::string_view what) const;
 
   // Appends tokens to the context (prefill in chunks); logits() is then the last token's.
+  // After a Ctrl-C or SIGTERM, a prefill stops before its next chunk with the error
+  // "interrupted" (the chunks before it stay in the context); one token is always fed.
   Status feed(std::span<const int32_t> tokens);
   // Appends tokens and returns the logits after every one of them, [n][n_vocab].
   Status feed_teacher_forced(std::span<const int32_t> tokens, std::vector<float>& logits);
@@ -174,9 +176,11 @@ class Session {
   // it shares with `prompt` (so a conversation re-sent with one more turn only computes the
   // new turn), the rest is fed, then up to max_tokens tokens are sampled; on_token receives
   // each token and its text as soon as the text is complete UTF-8. Stops after an
-  // end-of-generation token (not passed to on_token), or when the context is full (n_past()
-  // == n_ctx(); a prompt longer than the context is an error). Returns the generated tokens.
-  using TokenCallback = std::function<void(int32_t token, std::string_view text)>;
+  // end-of-generation token (not passed to on_token), when the context is full (n_past()
+  // == n_ctx(); a prompt longer than the context is an error), or when on_token returns false
+  // (the token it was given is kept, not fed). Returns the generated tokens. The prompt is fed
+  // as feed() feeds it, so an interruption during its prefill is the error "interrupted".
+  using TokenCallback = std::function<bool(int32_t token, std::string_view text)>;
   Result<std::vector<int32_t>> generate(std::span<const int32_t> prompt,
                                         const GenerateOptions& options,
                                         const TokenCallback& on_token);

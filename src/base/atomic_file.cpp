@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/temporary_path.h"
+
 namespace strata {
 namespace {
 
@@ -25,12 +27,14 @@ Result<AtomicFile> AtomicFile::create(std::string path) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0)
       return Status::errorf("{}: cannot open for writing: {}", path, std::strerror(errno));
-    return AtomicFile(std::move(path), std::string(), fd);
+    return AtomicFile(std::move(path), TemporaryPath(), fd);
   }
-  std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  TemporaryPath temporary(path + ".tmp-" + std::to_string(::getpid()), TemporaryPath::Kind::kFile);
+  const int fd =
+      ::open(temporary.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::errorf("{}: cannot create {}: {}", path, temporary, std::strerror(errno));
+    return Status::errorf("{}: cannot create {}: {}", path, temporary.path(),
+                          std::strerror(errno));
   return AtomicFile(std::move(path), std::move(temporary), fd);
 }
 
@@ -40,9 +44,7 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
       fd_(std::exchange(other.fd_, -1)) {}
 
 AtomicFile::~AtomicFile() {
-  if (fd_ < 0) return;
-  ::close(fd_);
-  if (!temporary_.empty()) ::unlink(temporary_.c_str());
+  if (fd_ >= 0) ::close(fd_);  // the temporary, if any, goes with temporary_
 }
 
 Status AtomicFile::write(std::span<const uint8_t> bytes) {
@@ -56,7 +58,7 @@ Status AtomicFile::write(std::span<const uint8_t> bytes) {
 }
 
 Status AtomicFile::sync() {
-  if (temporary_.empty() || ::fsync(fd_) == 0) return Status();
+  if (in_place() || ::fsync(fd_) == 0) return Status();
   return Status::errorf("{}: cannot sync: {}", path_, std::strerror(errno));
 }
 
@@ -64,13 +66,18 @@ Status AtomicFile::commit() {
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) {
     const int error = errno;
-    if (!temporary_.empty()) ::unlink(temporary_.c_str());
+    temporary_.remove();
     return Status::errorf("{}: cannot close: {}", path_, std::strerror(error));
   }
-  if (temporary_.empty() || std::rename(temporary_.c_str(), path_.c_str()) == 0) return Status();
+  if (in_place()) return Status();
+  if (std::rename(temporary_.path().c_str(), path_.c_str()) == 0) {
+    temporary_.release();
+    return Status();
+  }
   const int error = errno;
-  ::unlink(temporary_.c_str());
-  return Status::errorf("{}: cannot rename {} into place: {}", path_, temporary_,
+  const std::string temporary = temporary_.path();
+  temporary_.remove();
+  return Status::errorf("{}: cannot rename {} into place: {}", path_, temporary,
                         std::strerror(error));
 }
 

@@ -1,7 +1,8 @@
 // Files appear complete or not at all: written to "<path>.tmp-<pid>", then renamed over
-// `path`, so a crash or a full disk never leaves half a file where a reader expects one. A
-// character device or a FIFO (/dev/null, /dev/stdout on a terminal or a pipe) cannot be
-// renamed over without replacing the device itself: it is written in place.
+// `path`, so a crash or a full disk never leaves half a file where a reader expects one, and a
+// failure or an interruption leaves no temporary either (temporary_path.h). A character device
+// or a FIFO (/dev/null, /dev/stdout on a terminal or a pipe) cannot be renamed over without
+// replacing the device itself: it is written in place.
 //
 // What may be written where (an input of the command, an existing file) is decided before any
 // work, by check_output_path() (base/output_path.h); these only write.
@@ -15,6 +16,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "base/temporary_path.h"
 
 namespace strata {
 
@@ -39,11 +42,12 @@ class AtomicFile {
   const std::string& path() const { return path_; }
 
  private:
-  AtomicFile(std::string path, std::string temporary, int fd)
+  AtomicFile(std::string path, TemporaryPath temporary, int fd)
       : path_(std::move(path)), temporary_(std::move(temporary)), fd_(fd) {}
+  bool in_place() const { return temporary_.path().empty(); }
 
   std::string path_;
-  std::string temporary_;  // empty: written in place
+  TemporaryPath temporary_;  // holds nothing: written in place
   int fd_ = -1;
 };
 

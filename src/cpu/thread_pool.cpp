@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <system_error>
 
 #include "base/check.h"
 
@@ -18,9 +19,25 @@ namespace {
 constexpr int kSpinIterations = 1000;
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
-  STRATA_CHECK(n_threads >= 1);
-  for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+int ThreadPool::default_threads() {
+  return std::clamp(int(std::thread::hardware_concurrency()), 1, kMaxThreads);
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::start(int n_threads) {
+  if (n_threads < 1 || n_threads > kMaxThreads)
+    return Status::errorf("{} compute threads: from 1 to {}", n_threads, kMaxThreads);
+  std::unique_ptr<ThreadPool> pool(new ThreadPool());
+  pool->workers_.reserve(size_t(n_threads - 1));
+  for (int t = 1; t < n_threads; ++t) {
+    try {
+      pool->workers_.emplace_back([pool = pool.get(), t] { pool->worker_loop(t); });
+    } catch (const std::system_error& error) {
+      // The destructor stops and joins the workers started so far.
+      return Status::errorf("cannot start compute thread {} of {}: {}", t + 1, n_threads,
+                            error.code().message());
+    }
+  }
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/interrupt.h"
 #include "eval/reference_logits.h"
 #include "lab/provenance.h"
 
@@ -122,6 +123,7 @@ Status scored_logits(Session& session, std::span<const int32_t> window_tokens, i
   rows.clear();
   if (prompt > 1) STRATA_RETURN_IF_ERROR(session.feed(window_tokens.first(size_t(prompt - 1))));
   for (size_t j = 0; j < scored; ++j) {
+    if (interrupted()) return interrupted_error();
     STRATA_RETURN_IF_ERROR(session.feed(window_tokens.subspan(size_t(prompt) - 1 + j, 1)));
     const auto logits = session.logits();
     rows.insert(rows.end(), logits.begin(), logits.end());
@@ -169,6 +171,8 @@ Result<ScoringResult> score_suite(const Suite& suite,
   candidate->reset_stats();
   std::vector<float> rows;
   for (size_t i = 0; i < suite.windows.size(); ++i) {
+    // Ctrl-C or SIGTERM: the reference being saved is removed (reference_logits.h).
+    if (interrupted()) return interrupted_error();
     const SuiteWindow& w = suite.windows[i];
     STRATA_ASSIGN_OR_RETURN(const ReferenceRows ref, reference.rows(w, tokens[i]));
     STRATA_RETURN_IF_ERROR(scored_logits(*candidate, tokens[i], w.prompt, config.mode, rows)

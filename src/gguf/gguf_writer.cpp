@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "base/check.h"
+#include "base/interrupt.h"
 
 namespace strata::gguf {
 namespace {
@@ -236,6 +237,7 @@ void GgufWriter::advance_past_full_tensors() {
 Status GgufWriter::write_tensor_data(std::span<const uint8_t> bytes) {
   if (state_ == State::kFailed) return error_;
   STRATA_CHECK(state_ == State::kWriting);
+  if (interrupted()) return fail("interrupted");
   if (bytes.empty()) return Status();
   advance_past_full_tensors();
   if (current_ == tensors_.size()) {

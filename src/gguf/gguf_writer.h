@@ -8,8 +8,10 @@
 //
 // The file is written to "<path>.tmp-<pid>" and renamed to `path` by finish() after an fsync,
 // so `path` never holds a partial file; a writer destroyed before finish() succeeded removes
-// the temporary. A character device or a FIFO is written in place (base/atomic_file.h). I/O errors
-// come back as a Status naming `path`; after one, every later call returns it again.
+// the temporary (base/temporary_path.h: a second Ctrl-C does too). A character device or a FIFO
+// is written in place (base/atomic_file.h). I/O errors come back as a Status naming `path`; after
+// one, every later call returns it again. So does an interruption (base/interrupt.h), which
+// write_tensor_data() polls: every model writer stops between its chunks.
 //
 // Usage:
 //   GgufWriter writer("out.gguf");
@@ -82,7 +84,8 @@ class GgufWriter {
   // Creates the temporary file and writes the header, the tensor infos and the padding.
   Status begin();
   // Appends bytes of the current tensor, which is the first one not yet complete. A call may
-  // not run past the end of the current tensor. REQUIRES: begin() succeeded.
+  // not run past the end of the current tensor. Fails (removing the temporary) once a signal
+  // arrived. REQUIRES: begin() succeeded.
   Status write_tensor_data(std::span<const uint8_t> bytes);
   // Checks every tensor got all its bytes, pads, syncs and renames the file to `path`.
   Status finish();

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/interrupt.h"
 #include "base/regular_file.h"
 #include "gguf/gguf_file.h"
 #include "lab/disk_bandwidth.h"
@@ -123,7 +124,11 @@ Result<BenchmarkRun> run_once(Session& session, const std::vector<int32_t>& prom
   options.temperature = 0.8f;
   options.seed = 1;
   options.stop_at_end_of_generation = false;
-  STRATA_ASSIGN_OR_RETURN(const auto tokens, session.generate(prompt, options, nullptr));
+  // Ctrl-C or SIGTERM ends the bench between tokens: a cut run is not a measurement.
+  STRATA_ASSIGN_OR_RETURN(
+      const auto tokens,
+      session.generate(prompt, options, [](int32_t, std::string_view) { return !interrupted(); }));
+  if (interrupted()) return interrupted_error();
   const SessionStats& stats = session.stats();
   BenchmarkRun run;
   run.prefill_tokens_per_s = stats.prefill_tokens_per_s();

@@ -61,9 +61,9 @@ inline std::vector<float> resident_logits(const std::string& path,
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (!model.ok()) return {};
   ResidentExpertStore store(model.value()->weights().experts);
-  ThreadPool pool(2);
+  const auto pool = ThreadPool::start(2).value();
   KvCache cache(model.value()->config(), int64_t(tokens.size()));
-  Transformer transformer(model.value(), store, pool);
+  Transformer transformer(model.value(), store, *pool);
   std::vector<float> logits;
   const Status status = transformer.forward(tokens, 0, cache, true, logits);
   EXPECT_TRUE(status.ok()) << status.message();

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <set>
 #include <span>
-#include <thread>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "base/output_path.h"
 #include "base/progress.h"
 #include "cpu/kernels/format_kernels.h"
@@ -78,6 +78,8 @@ struct Requantizer {
       }
       buffer.resize(size_t(n) * target_row_bytes);
       pool.parallel_for(n, [&](int64_t row, int thread) {
+        // The workers stop too: the chunk is then dropped (write_tensor_data fails).
+        if (interrupted()) return;
         float* values = scratch[size_t(thread)].data();
         source.dequantize_row(source_rows + size_t(row) * source_row_bytes, values, row_length);
         quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
@@ -131,12 +133,10 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
   }
 
   STRATA_RETURN_IF_ERROR(writer.begin());
-  const int n_threads = options.n_threads > 0
-                            ? options.n_threads
-                            : std::max(1, int(std::thread::hardware_concurrency()));
-  ThreadPool pool(n_threads);
-  Requantizer requantizer{file, target, pool, writer, options.progress, {}, {}};
-  requantizer.scratch.resize(size_t(pool.size()));
+  const int n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(n_threads));
+  Requantizer requantizer{file, target, *pool, writer, options.progress, {}, {}};
+  requantizer.scratch.resize(size_t(pool->size()));
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& tensor = file.tensors()[i];
     if (is_expert[i]) {

@@ -182,8 +182,8 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
     covered = std::max(covered, end);
   }
   std::vector<Status> failures(chunks.size());
-  ThreadPool pool(kLoadThreads);
-  pool.parallel_for(int64_t(chunks.size()), [&](int64_t c, int) {
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(kLoadThreads));
+  pool->parallel_for(int64_t(chunks.size()), [&](int64_t c, int) {
     const Chunk& chunk = chunks[size_t(c)];
     failures[size_t(c)] = reader.read(memory_at(run_of[chunk.tensor], chunk.file_begin),
                                       chunk.file_begin, chunk.length);
@@ -194,7 +194,7 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
       return failures[c].with_prefix(
           fmt::format("loading tensor {}", wanted[chunks[c].tensor]->name));
 
-  pool.parallel_for(int64_t(wanted.size()), [&](int64_t t, int) {
+  pool->parallel_for(int64_t(wanted.size()), [&](int64_t t, int) {
     const gguf::TensorInfo& tensor = *wanted[size_t(t)];
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
     // multiple of the group, so no group straddles two experts.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/cpu_features.h"
+#include "base/interrupt.h"
 #include "base/regular_file.h"
 #include "cpu/thread_pool.h"
 #include "model/kv_cache.h"
@@ -133,8 +134,7 @@ namespace {
 
 Result<SessionOptions> resolved(const SessionOptions& requested) {
   SessionOptions options = requested;
-  if (options.n_threads <= 0)
-    options.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.n_threads <= 0) options.n_threads = ThreadPool::default_threads();
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   if (options.n_ctx <= 0) options.n_ctx = std::min<int64_t>(described->config().n_ctx_train, 4096);
@@ -175,7 +175,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   STRATA_ASSIGN_OR_RETURN(LoadedSession loaded, load_session(options));
   auto impl = std::make_unique<Impl>(options, std::move(loaded));
   const ModelConfig& config = impl->model().config();
-  impl->pool = std::make_unique<ThreadPool>(options.n_threads);
+  STRATA_ASSIGN_OR_RETURN(impl->pool, ThreadPool::start(options.n_threads));
   impl->loaded.experts->set_before_blocking([pool = impl->pool.get()] { pool->rest(); });
   impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
   impl->transformer =
@@ -190,6 +190,9 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   routing.moce_bonus = options.moce_bonus;
   routing.moce_protect = options.moce_protect;
   const bool streaming = streams_experts(options);
+  if (!requested.cache_policy.empty() && !streaming && !options.quiet)
+    std::fputs("note: --cache-policy only matters when experts stream (--mem or --arena)\n",
+               stderr);
   if (!options.next_expert_predictor_path.empty()) {
     // Checked even when every expert is resident, so a wrong file is said at once.
     STRATA_ASSIGN_OR_RETURN(
@@ -320,13 +323,22 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     all_logits->reserve(tokens.size() * size_t(model().config().n_vocab));
   }
   decoding = tokens.size() == 1;
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    const auto part = tokens.subspan(begin, std::min(chunk, tokens.size() - begin));
+  size_t fed = 0;
+  Status stopped;
+  while (fed < tokens.size()) {
+    // Before each chunk of a prefill; a decode step, one token, always completes, so that a
+    // caller polling between tokens never loses one it was told about.
+    if (tokens.size() > 1 && interrupted()) {
+      stopped = interrupted_error();
+      break;
+    }
+    const auto part = tokens.subspan(fed, std::min(chunk, tokens.size() - fed));
     batch_start = int64_t(context.size());
     STRATA_RETURN_IF_ERROR(
         transformer->forward(part, int64_t(context.size()), *cache, all_logits != nullptr, logits));
     context.insert(context.end(), part.begin(), part.end());
     if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
+    fed += part.size();
   }
   if (all_logits) {
     const size_t n_vocab = size_t(model().config().n_vocab);
@@ -336,7 +348,7 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const bool prefill = tokens.size() > 1;
   if (prefill) {
-    stats.prefill_tokens += int64_t(tokens.size());
+    stats.prefill_tokens += int64_t(fed);
     stats.prefill_ms += ms;
     transformer->release_scratch();  // the prompt's batch-sized buffers
   } else {
@@ -345,8 +357,8 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
   }
   ExpertCounters during = loaded.experts->stats();
   during -= before;
-  stats.steps.push_back({prefill, int64_t(tokens.size()), ms, during});
-  return Status();
+  stats.steps.push_back({prefill, int64_t(fed), ms, during});
+  return stopped;
 }
 
 Status Session::feed(std::span<const int32_t> tokens) { return impl_->feed(tokens, nullptr); }
@@ -383,7 +395,7 @@ Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
     const int32_t token = sampler.sample(impl_->logits, impl_->context);
     if (options.stop_at_end_of_generation && impl_->tokenizer().is_eog(token)) break;
     generated.push_back(token);
-    if (on_token) on_token(token, text.push(impl_->tokenizer().decode_piece(token)));
+    if (on_token && !on_token(token, text.push(impl_->tokenizer().decode_piece(token)))) break;
     if (i + 1 == options.max_tokens) break;
     // A full context ends the continuation; the token sampled from it is kept.
     if (int64_t(impl_->context.size()) >= impl_->cache->n_ctx()) break;

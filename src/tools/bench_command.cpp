@@ -20,10 +20,13 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto force = std::make_shared<bool>(false);
   command->add_option("-m,--model", options->model_paths, "model(s); several are run interleaved")
       ->required();
-  command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure");
-  command->add_option("-n,--gen-tokens", options->generated_tokens, "tokens to decode per run");
+  command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure")
+      ->check(at_least(1));
+  command->add_option("-n,--gen-tokens", options->generated_tokens, "tokens to decode per run")
+      ->check(whole_number_from(1, INT32_MAX));
   command->add_option("-r,--repetitions", options->repetitions, "runs per configuration (>= 3)");
-  command->add_option("-t,--threads", options->session.n_threads, "compute threads");
+  command->add_option("-t,--threads", options->session.n_threads, "compute threads")
+      ->check(compute_threads());
   command->add_option("--mem", options->memory_budgets,
                       "memory budgets to compare: none (all resident), a size (4G) or a share of "
                       "the model file (25%)");

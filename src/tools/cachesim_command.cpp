@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/svg_chart.h"
 #include "experts/lab/cache_simulator.h"
 #include "experts/replacement_policy.h"
@@ -113,6 +114,7 @@ Result<Study> run_study(const CachesimFlags& flags) {
     for (const std::string& policy : study.policies) {
       auto& by_trace = by_policy.emplace_back();
       for (const ExpertTrace& trace : study.traces) {
+        if (interrupted()) return interrupted_error();
         STRATA_ASSIGN_OR_RETURN(CacheRun run, replay(trace, policy,
                                                      {size.capacity, flags.scan_prompt,
                                                       flags.prefill_chunk, flags.readahead}));
@@ -332,12 +334,16 @@ void add_cachesim_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   command->add_flag("--scan-prompt", flags->scan_prompt,
                     "insert the units of prompt tokens as scan units");
-  command->add_option("--prefill-chunk", flags->prefill_chunk,
-                      "replay the prompt as the arena's prefill, in chunks of this many tokens "
-                      "(0: token by token)");
-  command->add_option("--readahead", flags->readahead,
-                      "insert each token's top N predictions for the next layer (traces "
-                      "recorded with predictions)");
+  command
+      ->add_option("--prefill-chunk", flags->prefill_chunk,
+                   "replay the prompt as the arena's prefill, in chunks of this many tokens "
+                   "(0: token by token)")
+      ->check(at_least(0));
+  command
+      ->add_option("--readahead", flags->readahead,
+                   "insert each token's top N predictions for the next layer (traces "
+                   "recorded with predictions)")
+      ->check(at_least(0));
   command->add_option("-o,--out", flags->out_path, "write the Markdown report here, not to stdout");
   command->add_option("--json", flags->json_path, "write the results as JSON");
   command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size");

@@ -29,6 +29,7 @@
 #include "eval/suite.h"
 #include "tools/command.h"
 #include "tools/output_files.h"
+#include "tools/seed_option.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -305,7 +306,7 @@ void add_output_flags(CLI::App* command, Outputs& outputs) {
 void add_bootstrap_flags(CLI::App* command, eval::BootstrapOptions& bootstrap) {
   command->add_option("--resamples", bootstrap.resamples, "bootstrap resamples")
       ->check(CLI::Range(1000, 1000000));
-  command->add_option("--bootstrap-seed", bootstrap.seed, "bootstrap seed");
+  add_seed_option(command, "--bootstrap-seed", bootstrap.seed, "bootstrap seed", "bootstrap seed");
 }
 
 // The reference model's options: the flags of `strata run` that shape logits, with --ref-.
@@ -313,16 +314,20 @@ void add_reference_flags(CLI::App* command, SessionFlags& flags) {
   SessionOptions& o = flags.options;
   command->add_option("--ref-model", o.model_path, "reference model")
       ->default_str("the candidate's file, exact and resident");
-  command->add_option("--ref-mem", flags.memory_budget, "reference: memory budget");
-  command->add_option("--ref-arena", flags.arena_share, "reference: arena share (25%)");
+  auto* arena =
+      command->add_option("--ref-arena", flags.arena_share, "reference: arena share (25%)");
+  command->add_option("--ref-mem", flags.memory_budget, "reference: memory budget")
+      ->excludes(arena);
   command->add_option("--ref-moce", o.moce_bonus, "reference: cache-aware routing bonus")
       ->check(real_number("0 or more", [](double v) { return v >= 0; }));
   command->add_option("--ref-moce-protect", o.moce_protect, "reference: exact top picks")
       ->check(at_least(0));
   command->add_option("--ref-readahead", o.readahead, "reference: experts prefetched per layer")
-      ->default_str("top-k");
+      ->default_str("top-k")
+      ->check(at_least(0));
   command->add_option("--ref-cache-policy", o.cache_policy, "reference: arena policy")
-      ->default_str("successor");
+      ->default_str("successor")
+      ->check(replacement_policy());
   command->add_option("--ref-prefill-chunk", o.prefill_chunk, "reference: prompt tokens per batch")
       ->check(at_least(1));
 }
@@ -370,7 +375,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   suite->add_option("--windows", spec->windows_per_domain, "windows per domain")->required();
   suite->add_option("--prompt", spec->prompt, "tokens fed before scoring")->required();
   suite->add_option("--scored", spec->scored, "positions scored per window")->required();
-  suite->add_option("--seed", spec->seed, "seed of the draw");
+  add_seed_option(suite, "--seed", spec->seed, "seed", "seed of the draw");
   suite->add_option("-o,--out", suite_flags->out_path, "suite file to write")->required();
   suite->add_flag("--force", suite_flags->force, "replace an existing suite file");
   suite->callback(

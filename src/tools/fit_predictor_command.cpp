@@ -9,6 +9,7 @@
 
 #include <cstdio>
 
+#include "base/interrupt.h"
 #include "base/whole_file.h"
 #include "model/next_expert_predictor.h"
 #include "model/next_expert_predictor_fit.h"
@@ -85,6 +86,7 @@ int fit_predictor(const FitFlags& flags) {
                              flags.horizon);
   int64_t total = 0;
   for (const std::string& path : flags.texts) {
+    if (interrupted()) return report_failure(interrupted_error());
     const auto added = add_text(session, path, flags.limit, fit);
     if (!added.ok()) return report_failure(added.status());
     total += added.value();
@@ -126,7 +128,7 @@ void add_fit_predictor_command(CLI::App& app, Action& action) {
       ->add_option("--horizon", flags->horizon, "tokens ahead to estimate each layer's experts for")
       ->check(CLI::Range(int64_t(1), NextExpertPredictor::kMaxHorizon));
   command->add_option("--ridge", flags->ridge, "ridge, relative to the inputs' mean square")
-      ->check(CLI::PositiveNumber);
+      ->check(real_number("above 0", [](double v) { return v > 0; }));
   command->add_option("-o,--out", flags->out_path, "predictor file to write")->required();
   command->add_flag("--force", flags->force, "replace an existing predictor file (never an input)");
   command->callback([&action, flags] { action = [flags] { return fit_predictor(*flags); }; });

@@ -1,17 +1,19 @@
 // strata run -m MODEL -p TEXT: generate a continuation of a prompt, streaming it to stdout;
-// timings go to stderr (and, with --stats FILE, to a JSON file).
+// timings go to stderr (and, with --stats FILE, to a JSON file). Ctrl-C or SIGTERM ends the
+// generation early: the summary, --stats and --warm are still written, and the exit code is
+// 130 or 143.
 #include <strata/expert_counters_json.h>
 #include <strata/session.h>
-
-#include <fmt/format.h>
 
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/whole_file.h"
 #include "tools/command.h"
+#include "tools/generation_summary.h"
 #include "tools/output_files.h"
 #include "tools/session_flags.h"
 
@@ -27,7 +29,8 @@ struct RunFlags {
   bool force = false;
 };
 
-Status write_stats(const std::string& path, const Session& session, int64_t prompt_tokens) {
+Status write_stats(const std::string& path, const Session& session, uint64_t seed,
+                   int64_t prompt_tokens) {
   const SessionStats& stats = session.stats();
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& step : stats.steps)
@@ -38,6 +41,9 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
                      {"experts", expert_counters_json(step.experts)}});
   const nlohmann::json json = {
       {"model", session.describe()},
+      {"seed", seed},
+      // Cut short by Ctrl-C or SIGTERM: the counts are what was done until then.
+      {"interrupted", interrupted()},
       {"prompt_tokens", prompt_tokens},
       {"prefill_tokens", stats.prefill_tokens},
       {"prefill_ms", stats.prefill_ms},
@@ -52,22 +58,6 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
   };
   const std::string text = json.dump(2) + "\n";
   return write_file_atomically(path, text);
-}
-
-// One line that says what each figure is, in MiB and ms. The share served from the arena counts
-// the claims that did not wait for a read: hits and timely read-ahead hits, not late ones.
-std::string expert_summary(const SessionStats& stats) {
-  const ExpertCounters& e = stats.experts;
-  const double run_ms = stats.prefill_ms + stats.decode_ms;
-  constexpr double kMiB = 1048576;
-  return fmt::format(
-      "experts: {:.1f} % served from the arena ({} hits: resident when their layer began; {} "
-      "read-ahead hits: prefetched in time; {} late: prefetched but still loading; {} misses: "
-      "read on demand) | {:.1f} MiB read, waiting {:.1f} ms, computing {:.1f} ms, disk busy "
-      "{:.0f} % | peak RSS {:.1f} MiB",
-      100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
-      double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
-      run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0, double(Session::peak_rss_bytes()) / kMiB);
 }
 
 int run(RunFlags flags) {
@@ -93,39 +83,34 @@ int run(RunFlags flags) {
     return report_failure(fits);
   std::fputs(flags.prompt.c_str(), stdout);
   std::fflush(stdout);
+  // Ctrl-C or SIGTERM stops the generation between tokens (or the prompt between its chunks);
+  // what was generated, the summary and the files below are kept.
   const auto generated =
       session.generate(prompt, flags.generate, [](int32_t, std::string_view text) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
+        return !interrupted();
       });
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  if (!generated.ok()) return report_failure(generated.status());
-  if (int64_t(generated.value().size()) < flags.generate.max_tokens &&
+  if (!generated.ok() && !interrupted()) return report_failure(generated.status());
+  const int64_t n_generated = generated.ok() ? int64_t(generated.value().size()) : 0;
+  if (!interrupted() && n_generated < flags.generate.max_tokens &&
       session.n_past() >= session.n_ctx())
     std::fprintf(stderr, "note: stopped at the end of the context (%lld tokens; --ctx)\n",
                  static_cast<long long>(session.n_ctx()));
-  const SessionStats& stats = session.stats();
-  // A one-token prompt runs as a decode step, and the last generated token is not fed: the
-  // rates are per forward pass of each shape, the counts what the user gave and got.
-  std::string summary = fmt::format("prompt {} tokens", prompt.size());
-  if (stats.prefill_tokens > 0)
-    summary += fmt::format(", {:.1f} tok/s", stats.prefill_tokens_per_s());
-  summary += fmt::format(" | generated {} tokens", generated.value().size());
-  if (stats.decode_tokens > 0)
-    summary += fmt::format(", decode {:.2f} tok/s over {} steps", stats.decode_tokens_per_s(),
-                           stats.decode_tokens);
-  std::fprintf(stderr, "%s\n", summary.c_str());
-  if (streams_experts(flags.session.options))
-    std::fprintf(stderr, "%s\n", expert_summary(stats).c_str());
+  const SessionOptions& options = flags.session.options;
+  print_generation_summary(session, int64_t(prompt.size()), n_generated, streams_experts(options));
   if (!flags.stats_path.empty()) {
-    const Status written = write_stats(flags.stats_path, session, int64_t(prompt.size()));
+    const Status written =
+        write_stats(flags.stats_path, session, flags.generate.seed, int64_t(prompt.size()));
     if (!written.ok()) return report_failure(written);
   }
-  if (!flags.session.options.warm_path.empty()) {
+  if (!options.warm_path.empty()) {
     const Status saved = session.save_expert_usage();
     if (!saved.ok()) return report_failure(saved);
   }
+  if (interrupted()) return report_failure(interrupted_error());
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/whole_file.h"
 #include "experts/lab/expert_trace.h"
 #include "tools/cli_checks.h"
@@ -49,8 +50,12 @@ Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags
     return std::pair{uint64_t(tokens.size()),
                      fmt::format("teacher-forced {}", flags.teacher_forced_file)};
   }
+  // Ctrl-C or SIGTERM stops the generation between tokens, and the trace is not written.
   STRATA_ASSIGN_OR_RETURN(const std::vector<int32_t> generated,
-                          session.generate(tokens, flags.generate, nullptr));
+                          session.generate(tokens, flags.generate, [](int32_t, std::string_view) {
+                            return !interrupted();
+                          }));
+  if (interrupted()) return interrupted_error();
   if (!generated.empty()) STRATA_RETURN_IF_ERROR(session.feed({&generated.back(), 1}));
   const auto& g = flags.generate;
   return std::pair{uint64_t(tokens.size()),

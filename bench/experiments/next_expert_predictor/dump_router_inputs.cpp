@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   auto model = Model::load(file).value();
   const auto& cfg = model->config();
   ResidentExpertStore store(model->weights().experts);
-  ThreadPool pool(2);
-  Transformer tr(model, store, pool);
+  const auto pool = ThreadPool::start(2).value();
+  Transformer tr(model, store, *pool);
   std::vector<std::vector<float>> inputs(size_t(cfg.n_layer));
   tr.set_router_input_observer([&](int layer, int64_t, std::span<const float> x) { inputs[size_t(layer)].assign(x.begin(), x.end()); });
   KvCache cache(cfg, int64_t(tokens.size()));
