@@ -145,6 +145,8 @@ std::span<const int32_t> CpuBackend::rank_experts(const Matrix& router, Activati
 }
 
 std::span<const float> CpuBackend::product_of_row(const Matrix& w, Activations x, int64_t row) {
+  // Sized by its first use (from empty: exactly), as begin_batch() does not know the products.
+  if (scratch_.row_product.size() < size_t(w.n_out)) scratch_.row_product.resize(size_t(w.n_out));
   // One token's product: on this thread, a pool dispatch would cost more.
   run_matmul_here({&w, &converted(x, quant_traits(w.type).vec_dot_type), row, 1,
                    scratch_.row_product.data(), w.n_out});

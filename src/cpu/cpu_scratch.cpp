@@ -56,7 +56,6 @@ void CpuScratch::visit(const ModelShape& m, const ScratchShape& s, Visitor&& vis
   visitor(pick_weights, T * n_used);
   visitor(moce_scores, n_expert);
   visitor(ranked, T * n_expert);
-  visitor(row_product, uint64_t(s.next_visit_scores));
   visitor(gate_out, T * n_used * F);
   visitor(up_out, T * n_used * F);
   visitor(down_out, T * n_used * E);
@@ -74,6 +73,7 @@ void CpuScratch::allocate(const ModelShape& model, const ScratchShape& shape, in
 
 void CpuScratch::release() {
   visit(ModelShape(), ScratchShape(), Releaser());
+  std::vector<float>().swap(row_product);
   for (ConvertedRows* set : {&gathered_gate, &gathered_up, &expert_activations, &rows})
     std::vector<uint8_t>().swap(set->bytes);
   for (ConvertedRows& set : converted) std::vector<uint8_t>().swap(set.bytes);
@@ -86,7 +86,7 @@ uint64_t CpuScratch::bytes_for(const ModelShape& model, const ScratchShape& shap
   // The logits rows the caller receives (a row per token when teacher-forced, else one).
   const uint64_t logits = uint64_t(shape.all_logits ? shape.max_tokens : 1) * uint64_t(model.n_vocab);
   return counter.bytes +
-         (converted_values(model, shape) + logits +
+         (converted_values(model, shape) + logits + uint64_t(shape.next_visit_scores) +
           AttentionScratch::floats_for(shape.n_ctx, n_threads)) *
              sizeof(float);
 }

@@ -27,7 +27,7 @@ struct CpuScratch {
   // read-ahead rankings: logits [tokens][n_expert], top experts [tokens][n_expert] at most.
   std::vector<float> router_logits, pick_weights, moce_scores, rank_logits;
   std::vector<int32_t> picks, ranked;
-  std::vector<float> row_product;  // [next_visit_scores]
+  std::vector<float> row_product;  // [next_visit_scores], sized by its first product
   // Routed experts: [tokens * k][n_ff] gate and up outputs, [tokens * k][n_embd] down outputs.
   std::vector<float> gate_out, up_out, down_out;
   // The shared expert: [tokens][n_ff_shared] gate and up, [tokens][n_embd] down, [tokens] scale.
