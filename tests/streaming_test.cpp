@@ -169,6 +169,26 @@ INSTANTIATE_TEST_SUITE_P(Models, StreamingDeterminism,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
 
+// A prompt whose layer needs more units than a quarter arena holds, where units resident when
+// the layer began come after ones that wait for a slot (this aborted on a CHECK once).
+TEST(StreamingWaves, ResidentUnitsAfterWaitingOnesInAPrompt) {
+  const std::string path = synthetic("tiny-qwen3moe-k256-q4_k_m");
+  std::vector<int32_t> tokens = sequence("synthetic", "seq200_en");
+  tokens.resize(48);
+  testing::ModelRunner resident(path, 2);
+  const auto reference = resident.logits(tokens, int64_t(tokens.size()));
+  SessionOptions options;
+  options.model_path = path;
+  options.arena_share = 0.25;
+  options.n_threads = 2;
+  options.quiet = true;
+  auto session = Session::open(options);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  std::vector<float> logits;
+  ASSERT_TRUE(session.value()->feed_teacher_forced(tokens, logits).ok());
+  EXPECT_TRUE(bit_identical(reference, logits));
+}
+
 // The "predicted" policy: the predictor's estimates change which units stay, never the logits,
 // and the same run twice keeps the same units.
 TEST(StreamingPredictedPolicy, ExactRoutingMatchesAllResidentBitForBit) {
