@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "cpu/cpu_backend.h"
 #include "experts/resident_expert_store.h"
 #include "gguf/gguf_writer.h"
 #include "golden_data.h"
@@ -123,12 +124,12 @@ TEST(ModelErrors, TokenIdOutOfRange) {
   auto file = gguf::GgufFile::open(kTiny).value();
   auto model = Model::load(file).value();
   ResidentExpertStore store(model->weights().experts);
-  const auto pool = ThreadPool::start(1).value();
-  Transformer transformer(model, store, *pool);
-  KvCache cache(model->config(), 4);
+  const std::unique_ptr<Backend> backend = make_cpu_backend(model->config(), model->weight_formats(), 1).value();
+  Transformer transformer(model, store, *backend);
+  const auto cache = backend->make_kv_cache(4).value();
   std::vector<float> logits;
   const std::vector<int32_t> tokens = {1, 768};
-  const Status status = transformer.forward(tokens, 0, cache, false, logits);
+  const Status status = transformer.forward(tokens, 0, *cache, false, logits);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(), "token id 768 is out of range (the vocabulary has 768 tokens)");
 }
@@ -164,12 +165,12 @@ TEST(ModelErrors, CorruptedCopiesNeverCrash) {
     }
     ++loaded;
     ResidentExpertStore store(model.value()->weights().experts);
-    const auto pool = ThreadPool::start(1).value();
-    Transformer transformer(model.value(), store, *pool);
-    KvCache cache(model.value()->config(), 4);
+    const std::unique_ptr<Backend> backend = make_cpu_backend(model.value()->config(), model.value()->weight_formats(), 1).value();
+    Transformer transformer(model.value(), store, *backend);
+    const auto cache = backend->make_kv_cache(4).value();
     std::vector<float> logits;
     const std::vector<int32_t> tokens = {1, 2, 3, 4};
-    EXPECT_TRUE(transformer.forward(tokens, 0, cache, true, logits).ok());
+    EXPECT_TRUE(transformer.forward(tokens, 0, *cache, true, logits).ok());
   }
   EXPECT_GT(loaded, 0);
   EXPECT_GT(refused, 0);

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "cpu/cpu_backend.h"
 #include "model/tensor_data.h"
 #include "runtime/sampler.h"
 
@@ -23,17 +24,17 @@ ModelRunner::ModelRunner(const std::string& path, int n_threads) {
   model_ =
       value_or_throw(Model::load(file, value_or_throw(load_resident_tensor_data(*file, nullptr))));
   store_ = std::make_unique<ResidentExpertStore>(model_->weights().experts);
-  pool_ = value_or_throw(ThreadPool::start(n_threads));
+  backend_ = value_or_throw(make_cpu_backend(model_->config(), model_->weight_formats(), n_threads));
 }
 
 std::vector<float> ModelRunner::logits(const std::vector<int32_t>& tokens, int64_t chunk) {
-  Transformer transformer(model_, *store_, *pool_);
-  KvCache cache(model_->config(), int64_t(tokens.size()));
+  Transformer transformer(model_, *store_, *backend_);
+  const auto cache = value_or_throw(backend_->make_kv_cache(int64_t(tokens.size())));
   std::vector<float> all, part;
   for (size_t begin = 0; begin < tokens.size(); begin += size_t(chunk)) {
     const size_t n = std::min(size_t(chunk), tokens.size() - begin);
     throw_if_error(
-        transformer.forward({tokens.data() + begin, n}, int64_t(begin), cache, true, part));
+        transformer.forward({tokens.data() + begin, n}, int64_t(begin), *cache, true, part));
     all.insert(all.end(), part.begin(), part.end());
   }
   return all;
@@ -43,28 +44,28 @@ std::vector<int32_t> ModelRunner::routes(const std::vector<int32_t>& tokens) {
   const auto& config = model_->config();
   const int64_t n = int64_t(tokens.size()), k = config.n_expert_used;
   std::vector<int32_t> result(static_cast<size_t>(config.n_layer * n * k));
-  Transformer transformer(model_, *store_, *pool_);
+  Transformer transformer(model_, *store_, *backend_);
   transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
     std::copy(experts.begin(), experts.end(), result.begin() + (layer * n + t) * k);
   });
-  KvCache cache(config, n);
+  const auto cache = value_or_throw(backend_->make_kv_cache(n));
   std::vector<float> logits;
-  throw_if_error(transformer.forward(tokens, 0, cache, false, logits));
+  throw_if_error(transformer.forward(tokens, 0, *cache, false, logits));
   return result;
 }
 
 std::vector<int32_t> ModelRunner::greedy(const std::vector<int32_t>& prompt, int n) {
-  Transformer transformer(model_, *store_, *pool_);
-  KvCache cache(model_->config(), int64_t(prompt.size()) + n);
+  Transformer transformer(model_, *store_, *backend_);
+  const auto cache = value_or_throw(backend_->make_kv_cache(int64_t(prompt.size()) + n));
   std::vector<float> logits;
-  throw_if_error(transformer.forward(prompt, 0, cache, false, logits));
+  throw_if_error(transformer.forward(prompt, 0, *cache, false, logits));
   std::vector<int32_t> generated;
   for (int i = 0; i < n; ++i) {
     const int32_t next = argmax(logits);
     generated.push_back(next);
     if (i + 1 < n)
       throw_if_error(
-          transformer.forward({&next, 1}, int64_t(prompt.size()) + i, cache, false, logits));
+          transformer.forward({&next, 1}, int64_t(prompt.size()) + i, *cache, false, logits));
   }
   return generated;
 }

@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "backend/backend.h"
 #include "experts/resident_expert_store.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/transformer.h"
 
@@ -33,7 +32,7 @@ class ModelRunner {
  private:
   std::shared_ptr<const Model> model_;
   std::unique_ptr<ResidentExpertStore> store_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Backend> backend_;
 };
 
 }  // namespace strata::testing

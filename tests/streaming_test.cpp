@@ -11,6 +11,8 @@
 
 #include <strata/session.h>
 
+#include "backend/host_slot_memory.h"
+#include "cpu/cpu_backend.h"
 #include "experts/expert_arena.h"
 #include "experts/fault_injecting_reader.h"
 #include "experts/streaming_expert_store.h"
@@ -89,15 +91,17 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.backend = setup.backend;
   options.io_depth = setup.io_depth;
   options.policy = setup.policy;
-  STRATA_ASSIGN_OR_RETURN(auto store, StreamingExpertStore::create(layout, k, reader, options));
-  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(setup.threads));
+  STRATA_ASSIGN_OR_RETURN(
+      auto store, StreamingExpertStore::create(layout, k, reader, options, make_host_slot_memory));
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Backend> backend,
+                          make_cpu_backend(model->config(), model->weight_formats(), setup.threads));
   StreamingRun run;
   // As sessions do: the pool's workers rest while the compute thread waits for a read.
   store->set_before_blocking([&] {
     ++run.blocking_waits;
-    pool->rest();
+    backend->idle();
   });
-  Transformer transformer(model, *store, *pool);
+  Transformer transformer(model, *store, *backend);
   transformer.set_next_expert_predictor(setup.predictor);
   transformer.set_routing({.moce_bonus = setup.moce,
                            .moce_protect = setup.moce_protect,
@@ -107,12 +111,12 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
                            .readahead_bytes_per_token = uint64_t(setup.readahead_budget_units) *
                                                         layout.layers[0].unit_bytes() *
                                                         uint64_t(layout.n_layer())});
-  KvCache cache(model->config(), int64_t(tokens.size()));
+  STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(int64_t(tokens.size())));
   std::vector<float> part;
   for (size_t begin = 0; begin < tokens.size(); begin += size_t(setup.chunk)) {
     const size_t n = std::min(size_t(setup.chunk), tokens.size() - begin);
     STRATA_RETURN_IF_ERROR(
-        transformer.forward({tokens.data() + begin, n}, int64_t(begin), cache, true, part));
+        transformer.forward({tokens.data() + begin, n}, int64_t(begin), *cache, true, part));
     run.logits.insert(run.logits.end(), part.begin(), part.end());
   }
   run.stats = store->stats();
@@ -166,6 +170,26 @@ TEST_P(StreamingDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Models, StreamingDeterminism,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
+
+// A prompt whose layer needs more units than a quarter arena holds, where units resident when
+// the layer began come after ones that wait for a slot (this aborted on a CHECK once).
+TEST(StreamingWaves, ResidentUnitsAfterWaitingOnesInAPrompt) {
+  const std::string path = synthetic("tiny-qwen3moe-k256-q4_k_m");
+  std::vector<int32_t> tokens = sequence("synthetic", "seq200_en");
+  tokens.resize(48);
+  testing::ModelRunner resident(path, 2);
+  const auto reference = resident.logits(tokens, int64_t(tokens.size()));
+  SessionOptions options;
+  options.model_path = path;
+  options.arena_share = 0.25;
+  options.n_threads = 2;
+  options.quiet = true;
+  auto session = Session::open(options);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  std::vector<float> logits;
+  ASSERT_TRUE(session.value()->feed_teacher_forced(tokens, logits).ok());
+  EXPECT_TRUE(bit_identical(reference, logits));
+}
 
 // The "predicted" policy: the predictor's estimates change which units stay, never the logits,
 // and the same run twice keeps the same units.

@@ -20,6 +20,10 @@ namespace strata {
 
 struct SessionOptions {
   std::string model_path;
+  // Where the model computes: "cpu", "cuda" (device `gpu`), or "auto": CUDA where this build
+  // has it and a device answers, else the CPU.
+  std::string device = "auto";
+  int gpu = 0;
   int n_threads = 0;  // 0: one per core
   int64_t n_ctx = 0;  // 0: min(trained context, 4096)
   int64_t prefill_chunk = 256;

@@ -15,26 +15,11 @@
 #include <span>
 #include <vector>
 
+#include "backend/tensors.h"
 #include "cpu/thread_pool.h"
 #include "quant/quant_type.h"
 
 namespace strata {
-
-struct Matrix {
-  QuantType type = QuantType::kF32;
-  const uint8_t* data = nullptr;
-  int64_t n_in = 0;   // row length
-  int64_t n_out = 0;  // number of rows
-  // Rows rearranged in groups of 8 (cpu/kernels/q4_0_groups.h) by whoever loaded them; row(index)
-  // is then the start of a group for index a multiple of 8.
-  bool grouped_rows = false;
-  // grouped_rows, but the bytes are still as the file has them: run_matmuls groups them in
-  // place before computing with them (each task its own rows, so they are in its cache when its
-  // kernel reads them). Afterwards they are grouped; the owner must know that.
-  bool group_before_use = false;
-  size_t row_bytes() const { return quant_traits(type).row_bytes(n_in); }
-  const uint8_t* row(int64_t index) const { return data + size_t(index) * row_bytes(); }
-};
 
 // Activation rows converted to one vec_dot_type.
 struct ConvertedRows {

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -87,7 +85,8 @@ std::vector<ExpertArena::SizeClass> ExpertArena::plan(const ExpertLayout& layout
 
 Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& layout,
                                                          uint64_t budget_bytes, size_t alignment,
-                                                         int min_slots) {
+                                                         int min_slots,
+                                                         const SlotMemoryMaker& make_memory) {
   auto arena = std::unique_ptr<ExpertArena>(new ExpertArena());
   arena->layout_ = layout;
   arena->alignment_ = alignment;
@@ -99,22 +98,13 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
         "{} more than the {} bytes left for it",
         minimum, min_slots, minimum - budget_bytes, budget_bytes);
   arena->classes_ = plan(layout, budget_bytes, alignment, min_slots);
+  std::vector<SlotClassShape> shapes;
   for (size_t i = 0; i < arena->classes_.size(); ++i) {
     const SizeClass& c = arena->classes_[i];
     for (int layer : c.layers) arena->class_of_layer_[size_t(layer)] = int(i);
-    const size_t bytes = c.slot_bytes * size_t(c.n_slots);
-    HugePageMemory memory = allocate_on_huge_pages(bytes, alignment);
-    if (!memory) return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
-    // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
-    // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
-    // would show up in RSS only as it fills.
-#ifdef MADV_POPULATE_WRITE
-    if (::madvise(memory.get(), bytes, MADV_POPULATE_WRITE) != 0)
-#endif
-      std::memset(memory.get(), 0, bytes);
-    arena->memory_.push_back(std::move(memory));
-    arena->bytes_ += bytes;
+    shapes.push_back({c.slot_bytes, c.n_slots});
   }
+  STRATA_ASSIGN_OR_RETURN(arena->memory_, make_memory(shapes, alignment));
   return arena;
 }
 
@@ -124,16 +114,10 @@ int ExpertArena::total_slots() const {
   return total;
 }
 
-uint8_t* ExpertArena::slot_memory(int size_class, int slot) const {
-  const SizeClass& c = classes_[size_t(size_class)];
-  STRATA_CHECK(slot >= 0 && slot < c.n_slots);
-  return memory_[size_t(size_class)].get() + size_t(slot) * c.slot_bytes;
-}
-
 ExpertUnit ExpertArena::unit_in_slot(int layer, int32_t expert, int slot) const {
   const int size_class = class_of_layer(layer);
   const SizeClass& c = classes_[size_t(size_class)];
-  uint8_t* region = slot_memory(size_class, slot);
+  const uint8_t* region = memory_->compute_address(size_class, slot);
   const LayerExpertLayout& l = layout_.layers[size_t(layer)];
   std::array<const uint8_t*, 3> slices;
   if (c.unit_span > 0) {
@@ -154,7 +138,7 @@ ExpertArena::UnitReads ExpertArena::reads_for(int layer, int32_t expert, int slo
                                               uint64_t file_size) const {
   const int size_class = class_of_layer(layer);
   const SizeClass& c = classes_[size_t(size_class)];
-  uint8_t* region = slot_memory(size_class, slot);
+  uint8_t* region = memory_->read_target(size_class, slot);
   const LayerExpertLayout& l = layout_.layers[size_t(layer)];
   UnitReads reads;
   auto add = [&](uint64_t offset, uint64_t length) {

@@ -22,7 +22,7 @@
 #include <span>
 #include <vector>
 
-#include "base/huge_page_memory.h"
+#include "backend/expert_slot_memory.h"
 #include "experts/expert_layout.h"
 #include "experts/io_engine.h"
 
@@ -42,10 +42,12 @@ class ExpertArena {
   };
 
   // Splits `budget_bytes` among the size classes in proportion to the bytes of all their
-  // units. Fails, saying how much is needed, when a class would get fewer than `min_slots`.
+  // units, the slots made by `make_memory` (the backend's). Fails, saying how much is needed,
+  // when a class would get fewer than `min_slots`.
   static Result<std::unique_ptr<ExpertArena>> create(const ExpertLayout& layout,
                                                      uint64_t budget_bytes, size_t alignment,
-                                                     int min_slots);
+                                                     int min_slots,
+                                                     const SlotMemoryMaker& make_memory);
   // The classes create() makes for this budget, each with its slot count (what the memory plan
   // shows). REQUIRES: budget_bytes >= minimum_bytes(layout, alignment, min_slots).
   static std::vector<SizeClass> plan(const ExpertLayout& layout, uint64_t budget_bytes,
@@ -57,7 +59,7 @@ class ExpertArena {
 
   const std::vector<SizeClass>& classes() const { return classes_; }
   int class_of_layer(int layer) const { return class_of_layer_[size_t(layer)]; }
-  uint64_t bytes() const { return bytes_; }
+  uint64_t bytes() const { return memory_->bytes(); }
   int total_slots() const;
 
   struct UnitReads {
@@ -73,14 +75,12 @@ class ExpertArena {
 
  private:
   static std::vector<SizeClass> plan_classes(const ExpertLayout& layout, size_t alignment);
-  uint8_t* slot_memory(int size_class, int slot) const;
 
   ExpertLayout layout_;
   size_t alignment_ = 1;
   std::vector<SizeClass> classes_;
   std::vector<int> class_of_layer_;
-  std::vector<HugePageMemory> memory_;  // one block per class
-  uint64_t bytes_ = 0;
+  std::unique_ptr<ExpertSlotMemory> memory_;
 };
 
 }  // namespace strata

@@ -3,6 +3,8 @@
 // one region, and the slices land where unit_in_slot says.
 #include "experts/expert_arena.h"
 
+#include "backend/host_slot_memory.h"
+
 #include <gtest/gtest.h>
 
 namespace strata {
@@ -61,7 +63,7 @@ TEST(ExpertArena, UnitLayoutLayersReadAUnitWithOneReadIntoOneRegion) {
   layout.layers = {stacked(96), units(600000 + 160)};
   EXPECT_EQ(layout.most_reads_per_unit(kPage), 3);
   const uint64_t file_size = 2000000;
-  auto created = ExpertArena::create(layout, 1 << 20, kPage, 2);
+  auto created = ExpertArena::create(layout, 1 << 20, kPage, 2, make_host_slot_memory);
   ASSERT_TRUE(created.ok()) << created.status().message();
   const ExpertArena& arena = *created.value();
   ASSERT_EQ(arena.classes().size(), 2u);  // same slice sizes, read differently

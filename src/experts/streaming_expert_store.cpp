@@ -11,10 +11,11 @@ namespace strata {
 
 Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
     ExpertLayout layout, int n_expert_used, std::shared_ptr<FileReader> reader,
-    const StreamingStoreOptions& options) {
+    const StreamingStoreOptions& options, const SlotMemoryMaker& make_memory) {
   auto store = std::unique_ptr<StreamingExpertStore>(new StreamingExpertStore());
-  STRATA_ASSIGN_OR_RETURN(store->arena_, ExpertArena::create(layout, options.arena_bytes,
-                                                             reader->alignment(), n_expert_used));
+  STRATA_ASSIGN_OR_RETURN(store->arena_,
+                          ExpertArena::create(layout, options.arena_bytes, reader->alignment(),
+                                              n_expert_used, make_memory));
   STRATA_ASSIGN_OR_RETURN(store->engine_, IoEngine::create(reader, options.io_threads,
                                                            options.backend, options.io_depth));
   for (const ExpertArena::SizeClass& size_class : store->arena_->classes()) {
@@ -271,18 +272,23 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
   // order, so that which ones are evicted for the rest does not depend on I/O timing.
   bool waves = false;
   for (const Need& need : needs_) waves = waves || need.slot < 0;
+  // In waves, the first unclaimed need with a slot is next: a need that waits for a slot may
+  // come before units that were resident when the layer began and hold theirs.
   std::vector<Need*> ready;
   Need* first = nullptr;
+  bool unclaimed = false;
   for (Need& need : needs_) {
     if (need.claimed) continue;
+    unclaimed = true;
+    if (need.slot < 0) continue;
     if (!first) first = &need;
     if (waves) break;
     collect(c, need.slot, /*block=*/false);
     if (!slot(c, need.slot).reading) ready.push_back(&need);
   }
-  if (!first) return std::vector<ClaimedExpert>();
+  if (!unclaimed) return std::vector<ClaimedExpert>();
+  STRATA_CHECK(first != nullptr);  // the model releases what it claimed before claiming more
   if (ready.empty()) {
-    STRATA_CHECK(first->slot >= 0);  // the model releases what it claimed before claiming more
     collect(c, first->slot, /*block=*/true);
     ready.push_back(first);
   }

@@ -47,11 +47,13 @@ struct StreamingStoreOptions {
 class StreamingExpertStore final : public ExpertStore {
  public:
   // The arena needs at least n_expert_used slots per size class (one token's experts of a
-  // layer at once); `reader` reads the model file (O_DIRECT where possible).
+  // layer at once); `reader` reads the model file (O_DIRECT where possible); `make_memory`
+  // makes the arena's slots where the backend computes with them.
   static Result<std::unique_ptr<StreamingExpertStore>> create(ExpertLayout layout,
                                                               int n_expert_used,
                                                               std::shared_ptr<FileReader> reader,
-                                                              const StreamingStoreOptions& options);
+                                                              const StreamingStoreOptions& options,
+                                                              const SlotMemoryMaker& make_memory);
   ~StreamingExpertStore() override;
 
   const ExpertLayout& layout() const override { return layout_; }

@@ -10,10 +10,9 @@
 #include <set>
 
 #include "base/interrupt.h"
-#include "cpu/thread_pool.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/topk.h"
 #include "experts/resident_expert_store.h"
-#include "model/kv_cache.h"
 #include "model/transformer.h"
 
 namespace strata {
@@ -30,15 +29,16 @@ Result<std::vector<std::vector<float>>> record_router_inputs(const std::string& 
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
   ResidentExpertStore store(model->weights().experts);
-  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(n_threads));
-  Transformer transformer(model, store, *pool);
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Backend> backend,
+                          make_cpu_backend(model->config(), model->weight_formats(), n_threads));
+  Transformer transformer(model, store, *backend);
   std::vector<std::vector<float>> inputs(static_cast<size_t>(model->config().n_layer));
   transformer.set_router_input_observer([&](int layer, int64_t, std::span<const float> x) {
     inputs[size_t(layer)].assign(x.begin(), x.end());
   });
-  KvCache cache(model->config(), int64_t(tokens.size()));
+  STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(int64_t(tokens.size())));
   std::vector<float> logits;
-  STRATA_RETURN_IF_ERROR(transformer.forward(tokens, 0, cache, false, logits));
+  STRATA_RETURN_IF_ERROR(transformer.forward(tokens, 0, *cache, false, logits));
   return inputs;
 }
 

@@ -19,10 +19,10 @@
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "gguf/gguf_writer.h"
+#include "cpu/cpu_backend.h"
 #include "lab/router_calibration.h"
 #include "lab/synthetic_presets.h"
 #include "lab/synthetic_weights.h"
-#include "model/kv_cache.h"
 #include "model/transformer.h"
 #include "runtime/unicode_bytes.h"
 
@@ -265,18 +265,19 @@ Result<RoutingReport> measure_routing(const std::string& model_path, int64_t n_t
   const ModelConfig& config = model->config();
   ResidentExpertStore store(model->weights().experts);
   STRATA_ASSIGN_OR_RETURN(
-      const std::unique_ptr<ThreadPool> pool,
-      ThreadPool::start(n_threads > 0 ? n_threads : ThreadPool::default_threads()));
-  Transformer transformer(model, store, *pool);
+      const std::unique_ptr<Backend> backend,
+      make_cpu_backend(config, model->weight_formats(),
+                       n_threads > 0 ? n_threads : ThreadPool::default_threads()));
+  Transformer transformer(model, store, *backend);
   const int64_t k = config.n_expert_used, n_layer = config.n_layer;
   std::vector<int32_t> routes(static_cast<size_t>(n_layer * n_tokens * k));  // [layer][token][k]
   transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
     std::copy(experts.begin(), experts.end(), routes.begin() + (layer * n_tokens + t) * k);
   });
   const std::vector<int32_t> tokens = seeded_tokens(n_tokens, config.n_vocab, seed);
-  KvCache cache(config, n_tokens);
+  STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(n_tokens));
   std::vector<float> logits;
-  STRATA_RETURN_IF_ERROR(transformer.forward(tokens, 0, cache, false, logits));
+  STRATA_RETURN_IF_ERROR(transformer.forward(tokens, 0, *cache, false, logits));
 
   RoutingReport report;
   report.n_tokens = n_tokens;

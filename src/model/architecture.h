@@ -35,7 +35,7 @@ Status bind_embeddings(const TensorBinder& binder, const ModelConfig& config,
                        ModelWeights& weights);
 // Norms and q/k/v/o projections of one layer (biases or q/k norms as the config says).
 Status bind_attention(const TensorBinder& binder, const ModelConfig& config, int64_t layer,
-                      LayerWeights& weights);
+                      AttentionWeights& weights);
 // ffn_norm, router and the three stacked expert tensors of one layer.
 Status bind_routed_experts(const TensorBinder& binder, const ModelConfig& config, int64_t layer,
                            LayerWeights& weights, LayerExpertLayout& experts);

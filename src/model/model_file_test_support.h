@@ -13,10 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "cpu/cpu_backend.h"
 #include "experts/resident_expert_store.h"
 #include "gguf/gguf_file.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/tensor_data.h"
 #include "model/transformer.h"
@@ -61,11 +60,13 @@ inline std::vector<float> resident_logits(const std::string& path,
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (!model.ok()) return {};
   ResidentExpertStore store(model.value()->weights().experts);
-  const auto pool = ThreadPool::start(2).value();
-  KvCache cache(model.value()->config(), int64_t(tokens.size()));
-  Transformer transformer(model.value(), store, *pool);
+  const std::unique_ptr<Backend> backend = make_cpu_backend(model.value()->config(), model.value()->weight_formats(), 2).value();
+  auto cache = backend->make_kv_cache(int64_t(tokens.size()));
+  EXPECT_TRUE(cache.ok()) << cache.status().message();
+  if (!cache.ok()) return {};
+  Transformer transformer(model.value(), store, *backend);
   std::vector<float> logits;
-  const Status status = transformer.forward(tokens, 0, cache, true, logits);
+  const Status status = transformer.forward(tokens, 0, *cache.value(), true, logits);
   EXPECT_TRUE(status.ok()) << status.message();
   return logits;
 }

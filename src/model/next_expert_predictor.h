@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/matmul.h"
+#include "backend/tensors.h"
 
 namespace strata {
 

@@ -21,17 +21,17 @@ Result<BoundModel> bind_qwen2moe(const TensorBinder& binder) {
   weights.experts.layers.resize(size_t(config.n_layer));
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
     LayerWeights& l = weights.layers[size_t(layer)];
-    STRATA_RETURN_IF_ERROR(bind_attention(binder, config, layer, l));
+    STRATA_RETURN_IF_ERROR(bind_attention(binder, config, layer, l.attention));
     STRATA_RETURN_IF_ERROR(
         bind_routed_experts(binder, config, layer, l, weights.experts.layers[size_t(layer)]));
     auto name = [&](std::string_view suffix) { return layer_tensor(layer, suffix); };
-    STRATA_ASSIGN_OR_RETURN(l.shared_gate_input,
+    STRATA_ASSIGN_OR_RETURN(l.shared.gate_input,
                             binder.vector(name("ffn_gate_inp_shexp.weight"), config.n_embd));
-    STRATA_ASSIGN_OR_RETURN(l.shared_gate, binder.matrix(name("ffn_gate_shexp.weight"),
+    STRATA_ASSIGN_OR_RETURN(l.shared.gate, binder.matrix(name("ffn_gate_shexp.weight"),
                                                          config.n_embd, config.n_ff_shared));
     STRATA_ASSIGN_OR_RETURN(
-        l.shared_up, binder.matrix(name("ffn_up_shexp.weight"), config.n_embd, config.n_ff_shared));
-    STRATA_ASSIGN_OR_RETURN(l.shared_down, binder.matrix(name("ffn_down_shexp.weight"),
+        l.shared.up, binder.matrix(name("ffn_up_shexp.weight"), config.n_embd, config.n_ff_shared));
+    STRATA_ASSIGN_OR_RETURN(l.shared.down, binder.matrix(name("ffn_down_shexp.weight"),
                                                          config.n_ff_shared, config.n_embd));
   }
   return model;

@@ -20,7 +20,7 @@ Result<BoundModel> bind_qwen3moe(const TensorBinder& binder) {
   weights.experts.layers.resize(size_t(config.n_layer));
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
     LayerWeights& l = weights.layers[size_t(layer)];
-    STRATA_RETURN_IF_ERROR(bind_attention(binder, config, layer, l));
+    STRATA_RETURN_IF_ERROR(bind_attention(binder, config, layer, l.attention));
     STRATA_RETURN_IF_ERROR(
         bind_routed_experts(binder, config, layer, l, weights.experts.layers[size_t(layer)]));
   }

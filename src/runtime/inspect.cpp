@@ -5,7 +5,7 @@
 #include <map>
 
 #include "gguf/tensor_types.h"
-#include "model/kv_cache.h"
+#include "cpu/cpu_kv_cache.h"
 #include "model/model.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"
@@ -95,7 +95,7 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
       alignment_text(kPageBytes));
   const int64_t n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
   out += fmt::format("KV cache          {} at {} tokens (F32)\n",
-                     format_bytes(KvCache::bytes_for(model->config(), n_ctx)), n_ctx);
+                     format_bytes(CpuKvCache::bytes_for(model->config(), n_ctx)), n_ctx);
   out += fmt::format(
       "bytes per token   {} read in decode with every expert resident (dense + {} "
       "experts per layer; the embedding table contributes one row)\n",

@@ -8,7 +8,6 @@
 #include "base/kernel_stat_file.h"
 #include "experts/expert_arena.h"
 #include "experts/replacement_policy.h"
-#include "model/kv_cache.h"
 #include "model/tensor_data.h"
 #include "model/transformer.h"
 #include "runtime/byte_size.h"
@@ -52,7 +51,8 @@ std::optional<AvailableMemory> available_memory() {
   return available;
 }
 
-MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request,
+MemoryPlan plan_memory(const Model& model, const Backend& backend,
+                       const MemoryPlanRequest& request,
                        const std::optional<AvailableMemory>& available) {
   const ModelConfig& config = model.config();
   const gguf::GgufFile& file = model.file();
@@ -68,9 +68,9 @@ MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request,
                    format_bytes(dense_tensor_bytes(file)), alignment_text(request.io_alignment)),
        dense},
       {fmt::format("KV cache ({} tokens, F32)", request.n_ctx),
-       KvCache::bytes_for(config, request.n_ctx)},
+       backend.kv_cache_bytes(request.n_ctx)},
       {fmt::format("compute scratch (batches of {})", request.batch),
-       Transformer::scratch_bytes(model, request.batch, request.n_ctx, request.n_threads,
+       Transformer::scratch_bytes(backend, model, request.batch, request.n_ctx,
                                   request.all_logits, request.next_expert_predictor_bytes > 0)},
       {"margin (stacks, I/O rings, allocator, per-unit state)", kMarginBytes},
   };

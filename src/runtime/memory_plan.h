@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "model/model.h"
 
 namespace strata {
@@ -39,7 +40,6 @@ struct MemoryPlanRequest {
   std::string budget_basis;  // how the budget was chosen, when not given (--mem auto)
   int64_t n_ctx = 0;
   int64_t batch = 0;  // largest forward batch (prefill chunk)
-  int n_threads = 1;
   bool all_logits = false;  // teacher forcing: the logits of every position come back
   size_t io_alignment = 4096;
   uint64_t next_expert_predictor_bytes = 0;  // 0: none
@@ -68,9 +68,11 @@ struct MemoryPlan {
   std::string to_text() const;
 };
 
-// REQUIRES: `model` is described (shapes only suffice). `available`: the memory the process can
-// take, to compare the budget with (nullopt: not known, no comparison).
-MemoryPlan plan_memory(const Model& model, const MemoryPlanRequest& request,
+// REQUIRES: `model` is described (shapes only suffice). The backend says what its KV cache and
+// scratch take. `available`: the memory the process can take, to compare the budget with
+// (nullopt: not known, no comparison).
+MemoryPlan plan_memory(const Model& model, const Backend& backend,
+                       const MemoryPlanRequest& request,
                        const std::optional<AvailableMemory>& available);
 
 }  // namespace strata

@@ -12,9 +12,9 @@
 #include "base/interrupt.h"
 #include "base/regular_file.h"
 #include "cpu/thread_pool.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/transformer.h"
+#include "runtime/backend_factory.h"
 #include "runtime/byte_size.h"
 #include "runtime/chat_template.h"
 #include "runtime/expert_usage.h"
@@ -105,7 +105,7 @@ Result<MemoryBudget> parse_memory_budget(std::string_view text) {
 struct Session::Impl {
   SessionOptions options;
   LoadedSession loaded;
-  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<Transformer> transformer;
   std::vector<int32_t> context;  // the tokens whose keys and values are in the cache
@@ -132,8 +132,16 @@ Session::~Session() = default;
 
 namespace {
 
-Result<SessionOptions> resolved(const SessionOptions& requested) {
-  SessionOptions options = requested;
+// The options with their defaults filled in, checked against the model, and the backend the
+// session computes on.
+struct Resolved {
+  SessionOptions options;
+  std::unique_ptr<Backend> backend;
+};
+
+Result<Resolved> resolved(const SessionOptions& requested) {
+  Resolved result{requested, nullptr};
+  SessionOptions& options = result.options;
   if (options.n_threads <= 0) options.n_threads = ThreadPool::default_threads();
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
@@ -142,9 +150,13 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
   if (options.readahead > described->config().n_expert)
     return Status::errorf("--readahead {}: the model has {} experts per layer", options.readahead,
                           described->config().n_expert);
+  STRATA_ASSIGN_OR_RETURN(
+      result.backend,
+      make_backend(described->config(), described->weight_formats(),
+                   {.device = options.device, .gpu = options.gpu, .n_threads = options.n_threads}));
   // A budget's plan refuses a KV cache it cannot hold; without one, nothing else would before
   // the allocation failed (std::bad_alloc) or the kernel killed the process.
-  const uint64_t kv_cache = KvCache::bytes_for(described->config(), options.n_ctx);
+  const uint64_t kv_cache = result.backend->kv_cache_bytes(options.n_ctx);
   if (const std::optional<AvailableMemory> available = available_memory();
       options.memory_budget == 0 && available && kv_cache > available->bytes)
     return Status::errorf("--ctx {}: the KV cache needs {}, but {} are {}", options.n_ctx,
@@ -160,26 +172,28 @@ Result<SessionOptions> resolved(const SessionOptions& requested) {
   // could not be read, is said before the loading.
   if (predictor)
     STRATA_RETURN_IF_ERROR(RegularFile::open(options.next_expert_predictor_path).status());
-  return options;
+  return result;
 }
 
 }  // namespace
 
 Result<MemoryPlanSummary> Session::plan(const SessionOptions& requested) {
-  STRATA_ASSIGN_OR_RETURN(const SessionOptions options, resolved(requested));
-  return plan_session(options);
+  STRATA_ASSIGN_OR_RETURN(const Resolved resolved_options, resolved(requested));
+  return plan_session(resolved_options.options, *resolved_options.backend);
 }
 
 Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) {
-  STRATA_ASSIGN_OR_RETURN(const SessionOptions options, resolved(requested));
-  STRATA_ASSIGN_OR_RETURN(LoadedSession loaded, load_session(options));
+  STRATA_ASSIGN_OR_RETURN(Resolved resolved_options, resolved(requested));
+  const SessionOptions& options = resolved_options.options;
+  STRATA_ASSIGN_OR_RETURN(LoadedSession loaded,
+                          load_session(options, *resolved_options.backend));
   auto impl = std::make_unique<Impl>(options, std::move(loaded));
   const ModelConfig& config = impl->model().config();
-  STRATA_ASSIGN_OR_RETURN(impl->pool, ThreadPool::start(options.n_threads));
-  impl->loaded.experts->set_before_blocking([pool = impl->pool.get()] { pool->rest(); });
-  impl->cache = std::make_unique<KvCache>(config, options.n_ctx);
+  impl->backend = std::move(resolved_options.backend);
+  impl->loaded.experts->set_before_blocking([backend = impl->backend.get()] { backend->idle(); });
+  STRATA_ASSIGN_OR_RETURN(impl->cache, impl->backend->make_kv_cache(options.n_ctx));
   impl->transformer =
-      std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->pool);
+      std::make_unique<Transformer>(impl->loaded.model, *impl->loaded.experts, *impl->backend);
   // Positions past the trained context rotate by angles the model never saw.
   if (!options.quiet && config.n_ctx_train > 0 && options.n_ctx > config.n_ctx_train)
     std::fprintf(stderr,
@@ -210,7 +224,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& requested) 
   // "Streaming speed"). Prefill keeps every thread: it computes far more per byte read.
   if (streaming && options.n_threads > 1 &&
       options.n_threads >= int(std::thread::hardware_concurrency())) {
-    impl->pool->spare_a_core_while(
+    impl->backend->spare_a_core_while(
         [impl = impl.get()] { return impl->decoding && impl->loaded.experts->reading(); });
   }
   routing.readahead = !streaming              ? 0
@@ -413,14 +427,14 @@ uint64_t Session::decode_weight_bytes_per_token() const {
 }
 
 uint64_t Session::kv_cache_bytes_per_position() const {
-  return KvCache::bytes_per_position(impl_->model().config());
+  return impl_->backend->kv_cache_bytes_per_position();
 }
 
 const std::optional<ExpertReadPattern>& Session::expert_read_pattern() const {
   return impl_->loaded.read_pattern;
 }
 
-int Session::n_threads() const { return impl_->pool->size(); }
+int Session::n_threads() const { return impl_->backend->n_threads(); }
 int Session::n_layers() const { return int(impl_->model().config().n_layer); }
 int Session::n_experts() const { return int(impl_->model().config().n_expert); }
 int Session::n_experts_per_token() const { return int(impl_->model().config().n_expert_used); }
@@ -460,7 +474,7 @@ std::string Session::describe() const {
   const ModelConfig& c = impl_->model().config();
   return fmt::format("{}: {} layers, {} experts (top-{}), context {}, {} threads, {} kernels; {}",
                      impl_->model().file().name(), c.n_layer, c.n_expert, c.n_expert_used,
-                     impl_->cache->n_ctx(), impl_->pool->size(), simd_kernels_name(),
+                     impl_->cache->n_ctx(), impl_->backend->n_threads(), simd_kernels_name(),
                      impl_->loaded.store);
 }
 

@@ -118,13 +118,12 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
 }
 
 Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& described,
-                             const FileReader& reader) {
+                             const Backend& backend, const FileReader& reader) {
   MemoryPlanRequest request;
   request.budget_bytes = options.memory_budget;
   request.budget_basis = options.memory_budget_basis;
   request.n_ctx = options.n_ctx;
   request.batch = std::min(options.prefill_chunk, options.n_ctx);
-  request.n_threads = options.n_threads;
   request.all_logits = options.teacher_forced;
   request.io_alignment = reader.alignment();
   request.cache_policy = options.cache_policy;
@@ -135,16 +134,17 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
         NextExpertPredictor::bytes_to_load(options.next_expert_predictor_path, config.n_layer,
                                            config.n_embd, config.n_expert));
   }
-  return plan_memory(described, request, available_memory());
+  return plan_memory(described, backend, request, available_memory());
 }
 
 // The arena's bytes: what the budget's plan leaves it (the plan is printed, and kept for
 // memory_plan()), or the requested share of the expert units, at least what a token needs.
 Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& described,
-                                 const FileReader& reader, LoadedSession& session) {
+                                 const Backend& backend, const FileReader& reader,
+                                 LoadedSession& session) {
   const ExpertLayout& layout = described.weights().experts;
   if (options.memory_budget > 0) {
-    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, described, reader));
+    STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, described, backend, reader));
     session.memory_plan = plan.to_text();
     if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
     STRATA_RETURN_IF_ERROR(plan.shortfall);
@@ -179,13 +179,13 @@ std::string streaming_store_description(const StreamingExpertStore& store,
                                   : "");
 }
 
-Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
-                      LoadedSession& session) {
+Status load_streaming(const SessionOptions& options, Backend& backend,
+                      std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
   const ExpertLayout& layout = described->weights().experts;
   STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
-                          arena_bytes_for(options, *described, *reader, session));
+                          arena_bytes_for(options, *described, backend, *reader, session));
 
   std::shared_ptr<LoadedTensorData> dense;
   {
@@ -212,8 +212,12 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
                                                   options.io_threads, reader->alignment());
   STRATA_ASSIGN_OR_RETURN(store_options.backend, parse_io_backend(options.io_backend));
   STRATA_ASSIGN_OR_RETURN(
-      auto store, StreamingExpertStore::create(session.model->weights().experts,
-                                               int(config.n_expert_used), reader, store_options));
+      auto store,
+      StreamingExpertStore::create(
+          session.model->weights().experts, int(config.n_expert_used), reader, store_options,
+          [&backend](std::span<const SlotClassShape> classes, size_t alignment) {
+            return backend.make_expert_slot_memory(classes, alignment);
+          }));
   if (!options.warm_path.empty() && std::filesystem::exists(options.warm_path)) {
     STRATA_ASSIGN_OR_RETURN(
         const auto usage,
@@ -238,22 +242,22 @@ Status load_streaming(const SessionOptions& options, std::shared_ptr<const gguf:
 
 }  // namespace
 
-Result<MemoryPlanSummary> plan_session(const SessionOptions& options) {
+Result<MemoryPlanSummary> plan_session(const SessionOptions& options, const Backend& backend) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   STRATA_ASSIGN_OR_RETURN(const auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
-  STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, *reader));
+  STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, *described, backend, *reader));
   return MemoryPlanSummary{plan.to_text(), plan.shortfall};
 }
 
-Result<LoadedSession> load_session(const SessionOptions& options) {
+Result<LoadedSession> load_session(const SessionOptions& options, Backend& backend) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(options.model_path));
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   session.tokenizer.emplace(std::move(tokenizer));
   if (streams_experts(options)) {
-    STRATA_RETURN_IF_ERROR(load_streaming(options, file, session));
+    STRATA_RETURN_IF_ERROR(load_streaming(options, backend, file, session));
   } else {
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/backend.h"
 #include "experts/expert_store.h"
 #include "model/model.h"
 #include "runtime/tokenizer.h"
@@ -25,9 +26,10 @@ struct LoadedSession {
   std::optional<ExpertReadPattern> read_pattern;  // when experts stream
 };
 
-// REQUIRES: options.n_threads and options.n_ctx resolved (> 0).
-Result<LoadedSession> load_session(const SessionOptions& options);
+// REQUIRES: options.n_threads and options.n_ctx resolved (> 0). `backend` is the one the
+// session computes on (its KV cache and scratch are in the plan).
+Result<LoadedSession> load_session(const SessionOptions& options, Backend& backend);
 // The plan load_session() would make, without loading weights.
-Result<MemoryPlanSummary> plan_session(const SessionOptions& options);
+Result<MemoryPlanSummary> plan_session(const SessionOptions& options, const Backend& backend);
 
 }  // namespace strata

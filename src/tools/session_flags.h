@@ -89,6 +89,13 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   command->add_option("--warm", options.warm_path,
                       "expert usage file: preload its hottest experts, add this run's usage to "
                       "it at exit");
+  command
+      ->add_option("--device", options.device,
+                   "where the model computes: cpu, cuda, or auto (CUDA where this build has it "
+                   "and a device answers, else the CPU)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  command->add_option("--gpu", options.gpu, "CUDA device index")->check(at_least(0));
   command->add_option("-t,--threads", options.n_threads, "compute threads")
       ->default_str("one per core")
       ->check(compute_threads());

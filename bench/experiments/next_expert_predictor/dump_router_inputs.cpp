@@ -3,9 +3,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include "cpu/thread_pool.h"
+#include "cpu/cpu_backend.h"
 #include "experts/resident_expert_store.h"
-#include "model/kv_cache.h"
 #include "model/transformer.h"
 #include "model/model.h"
 #include "gguf/gguf_file.h"
@@ -19,13 +18,13 @@ int main(int argc, char** argv) {
   auto model = Model::load(file).value();
   const auto& cfg = model->config();
   ResidentExpertStore store(model->weights().experts);
-  const auto pool = ThreadPool::start(2).value();
-  Transformer tr(model, store, *pool);
+  const auto backend = make_cpu_backend(cfg, model->weight_formats(), 2).value();
+  Transformer tr(model, store, *backend);
   std::vector<std::vector<float>> inputs(size_t(cfg.n_layer));
   tr.set_router_input_observer([&](int layer, int64_t, std::span<const float> x) { inputs[size_t(layer)].assign(x.begin(), x.end()); });
-  KvCache cache(cfg, int64_t(tokens.size()));
+  const auto cache = backend->make_kv_cache(int64_t(tokens.size())).value();
   std::vector<float> logits;
-  if (!tr.forward(tokens, 0, cache, false, logits).ok()) return 1;
+  if (!tr.forward(tokens, 0, *cache, false, logits).ok()) return 1;
   FILE* f = fopen(argv[3], "wb");
   int32_t hdr[4] = {int32_t(tokens.size()), int32_t(cfg.n_layer), int32_t(cfg.n_embd), int32_t(cfg.n_expert)};
   fwrite(hdr, 4, 4, f);
