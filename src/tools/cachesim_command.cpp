@@ -17,6 +17,7 @@
 #include "base/svg_chart.h"
 #include "experts/lab/cache_simulator.h"
 #include "experts/replacement_policy.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/output_files.h"
 
