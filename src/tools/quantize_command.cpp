@@ -10,6 +10,7 @@
 
 #include "base/progress.h"
 #include "model/requantize.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/model_rewrite_flags.h"
 
