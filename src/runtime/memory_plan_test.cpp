@@ -7,6 +7,8 @@
 
 #include <regex>
 
+#include "backend/host_slot_memory.h"
+#include "cpu/cpu_backend.h"
 #include "experts/expert_arena.h"
 #include "runtime/byte_size.h"
 
@@ -30,9 +32,10 @@ MemoryPlan plan_for(const Model& model, uint64_t budget,
   request.budget_bytes = budget;
   request.n_ctx = 1024;  // the model's trained context, which sessions default to
   request.batch = 256;
-  request.n_threads = 2;
   request.cache_policy = "successor";
-  return plan_memory(model, request, available);
+  const auto backend = make_cpu_backend(model.config(), model.weight_formats(), 2);
+  EXPECT_TRUE(backend.ok()) << backend.status().message();
+  return plan_memory(model, *backend.value(), request, available);
 }
 
 // Every line but the first, which is measured in this process and moves as it allocates.
@@ -71,7 +74,8 @@ TEST(MemoryPlan, ArenaLineSaysTheShareOfTheExpertsItHolds) {
   EXPECT_EQ(std::stoll(match[1]), std::llround(100.0 * plan.arena_slots / 512));
   // The arena the session makes from what the plan leaves it is the one the line describes.
   const auto arena = ExpertArena::create(model->weights().experts, plan.arena_bytes, 4096,
-                                         int(model->config().n_expert_used));
+                                         int(model->config().n_expert_used),
+                                         make_host_slot_memory);
   ASSERT_TRUE(arena.ok()) << arena.status().message();
   EXPECT_EQ(arena.value()->total_slots(), plan.arena_slots);
   EXPECT_EQ(arena.value()->bytes(), plan.arena_slot_bytes);
