@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 
 namespace strata {
 namespace {
@@ -11,42 +10,6 @@ namespace {
 // "\r" back to the line's start, then ANSI erase-to-end-of-line: the bar draws only on
 // terminals.
 constexpr char kEraseLine[] = "\r\033[K";
-
-// The descriptor of the line a bar has drawn and not yet ended (-1: none), for the handler of
-// SIGINT and SIGTERM: an interrupted run exits without destructors, and would leave its bar on
-// the terminal with the shell's prompt after it.
-std::atomic<int> drawn_line_fd{-1};
-struct sigaction previous_sigint, previous_sigterm;
-
-void erase_drawn_line_and_die(int signal) {
-  const int fd = drawn_line_fd.exchange(-1);
-  if (fd >= 0) {
-    const ssize_t ignored = ::write(fd, kEraseLine, sizeof(kEraseLine) - 1);
-    (void)ignored;
-  }
-  std::signal(signal, SIG_DFL);
-  std::raise(signal);
-}
-
-// Only over the default action: a handler someone else installed stays in charge.
-void install_handlers() {
-  struct sigaction action {};
-  action.sa_handler = erase_drawn_line_and_die;
-  sigemptyset(&action.sa_mask);
-  for (auto [signal, previous] :
-       {std::pair{SIGINT, &previous_sigint}, std::pair{SIGTERM, &previous_sigterm}}) {
-    struct sigaction current {};
-    if (::sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
-      ::sigaction(signal, &action, previous);
-    else
-      *previous = current;
-  }
-}
-
-void restore_handlers() {
-  ::sigaction(SIGINT, &previous_sigint, nullptr);
-  ::sigaction(SIGTERM, &previous_sigterm, nullptr);
-}
 
 }  // namespace
 
@@ -62,14 +25,10 @@ ProgressBar::ProgressBar(std::string label, uint64_t total_bytes, std::FILE* out
       out_(out),
       enabled_(enabled),
       start_(std::chrono::steady_clock::now()),
-      last_draw_(start_) {
-  if (enabled_ && out_ == stderr) install_handlers();
-}
+      last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() {
-  if (!enabled_) return;
-  if (!finished_) erase();
-  if (out_ == stderr) restore_handlers();
+  if (enabled_ && !finished_) erase();
 }
 
 void ProgressBar::advance(uint64_t bytes) {
@@ -92,7 +51,8 @@ void ProgressBar::finish() {
 
 void ProgressBar::erase() {
   std::lock_guard lock(draw_mutex_);
-  if (drawn_line_fd.exchange(-1) < 0 && out_ == stderr) return;  // nothing drawn yet
+  if (!drawn_) return;
+  drawn_ = false;
   std::fputs(kEraseLine, out_);
   std::fflush(out_);
 }
@@ -113,7 +73,7 @@ void ProgressBar::draw(bool final) {
                100 * fraction, rate / 1048576, final ? 0.0 : left);
   if (final) std::fputc('\n', out_);
   std::fflush(out_);
-  if (out_ == stderr) drawn_line_fd.store(final ? -1 : STDERR_FILENO);
+  drawn_ = !final;
 }
 
 }  // namespace strata

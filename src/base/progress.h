@@ -43,6 +43,7 @@ class ProgressBar {
   std::FILE* out_;
   bool enabled_;
   bool finished_ = false;
+  bool drawn_ = false;  // a line is on the terminal, not yet ended
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
   std::mutex draw_mutex_;
