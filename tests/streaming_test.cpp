@@ -183,7 +183,6 @@ TEST(StreamingWaves, ResidentUnitsAfterWaitingOnesInAPrompt) {
   options.model_path = path;
   options.arena_share = 0.25;
   options.n_threads = 2;
-  options.quiet = true;
   auto session = Session::open(options);
   ASSERT_TRUE(session.ok()) << session.status().message();
   std::vector<float> logits;
@@ -483,7 +482,6 @@ TEST(StreamingWarmStart, PreloadIsRepeatableAndSavesMisses) {
     options.arena_share = 0.5;
     options.moce_bonus = 0.5f;
     options.warm_path = warm;
-    options.quiet = true;
     options.n_threads = 2;
     auto session = Session::open(options);
     EXPECT_TRUE(session.ok()) << session.status().message();
@@ -491,7 +489,7 @@ TEST(StreamingWarmStart, PreloadIsRepeatableAndSavesMisses) {
     EXPECT_TRUE(session.value()->feed_teacher_forced(tokens, logits).ok());
     const uint64_t misses = session.value()->stats().experts.misses;
     if (save) {
-      EXPECT_TRUE(session.value()->save_expert_usage().ok());
+      EXPECT_TRUE(session.value()->engine().save_expert_usage().ok());
     }
     return std::pair{logits, misses};
   };

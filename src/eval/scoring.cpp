@@ -13,13 +13,13 @@ namespace strata::eval {
 namespace {
 
 // Opens a session whose context holds the suite's longest window (unless one was asked for).
-Result<std::unique_ptr<Session>> open_session(SessionOptions options, const Suite& suite,
+Result<std::unique_ptr<Session>> open_session(SessionOptions requested, const Suite& suite,
                                               ScoringMode mode) {
+  SessionOptions options = without_plan_notes(std::move(requested));
   int64_t longest = 0;
   for (const SuiteWindow& w : suite.windows) longest = std::max(longest, w.length());
   if (options.n_ctx == 0) options.n_ctx = longest;
   options.teacher_forced = mode == ScoringMode::kBatch;
-  options.quiet = true;
   STRATA_ASSIGN_OR_RETURN(auto session, Session::open(options));
   if (session->n_ctx() < longest)
     return Status::errorf("{}: context of {} tokens; the suite's windows need {} (--ctx)",
@@ -56,9 +56,9 @@ Result<ReferenceSource> open_reference(const ScoringConfig& config, const Suite&
   source.mode = config.reference_mode;
   STRATA_ASSIGN_OR_RETURN(source.session,
                           open_session(*config.reference_model, suite, config.reference_mode));
-  if (source.session->n_vocab() != n_vocab)
+  if (source.session->engine().n_vocab() != n_vocab)
     return Status::errorf("{}: {} logits per token, the candidate has {}",
-                          config.reference_model->model_path, source.session->n_vocab(), n_vocab);
+                          config.reference_model->model_path, source.session->engine().n_vocab(), n_vocab);
   STRATA_ASSIGN_OR_RETURN(description,
                           describe_model(*config.reference_model, config.reference_mode));
   if (!config.save_reference_dir.empty()) {
@@ -100,7 +100,7 @@ CandidateStats candidate_stats(const Session& session) {
   out.decode_tokens = stats.decode_tokens;
   out.decode_ms = stats.decode_ms;
   out.decode_experts = stats.decode_experts();
-  out.description = session.describe();
+  out.description = session.engine().describe();
   return out;
 }
 
@@ -111,7 +111,7 @@ const char* mode_name(ScoringMode mode) { return mode == ScoringMode::kBatch ? "
 Status scored_logits(Session& session, std::span<const int32_t> window_tokens, int64_t prompt,
                      ScoringMode mode, std::vector<float>& rows) {
   STRATA_CHECK(prompt >= 1 && size_t(prompt) < window_tokens.size());
-  const size_t n_vocab = size_t(session.n_vocab());
+  const size_t n_vocab = size_t(session.engine().n_vocab());
   const size_t scored = window_tokens.size() - size_t(prompt);
   session.reset();
   if (mode == ScoringMode::kBatch) {
@@ -164,7 +164,7 @@ Result<ScoringResult> score_suite(const Suite& suite,
   // The candidate first: under --mem its memory plan measures the process before anything
   // else is loaded.
   STRATA_ASSIGN_OR_RETURN(auto candidate, open_session(config.candidate, suite, config.mode));
-  result.n_vocab = candidate->n_vocab();
+  result.n_vocab = candidate->engine().n_vocab();
   STRATA_ASSIGN_OR_RETURN(result.candidate_model, describe_model(config.candidate, config.mode));
   STRATA_ASSIGN_OR_RETURN(ReferenceSource reference,
                           open_reference(config, suite, result.n_vocab, result.reference));

@@ -89,7 +89,7 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
     summaries.push_back(std::move(summary));
   }
   record["results"] = benchmark_results_json(summaries);
-  record["peak_rss_bytes"] = Session::peak_rss_bytes();
+  record["peak_rss_bytes"] = Engine::peak_rss_bytes();
   record["finished"] = now_utc();
   return BenchmarkReport{record.dump(2) + "\n", benchmark_markdown(summaries),
                          benchmark_chart_svg(summaries, options)};

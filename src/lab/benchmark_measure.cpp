@@ -69,14 +69,14 @@ Result<double> probe_disk(const BenchmarkVariant& v) {
 // share of this rate tells the engine's waiting apart from the disk's pattern.
 Result<double> probe_unit_reads(const BenchmarkVariant& v) {
   STRATA_ASSIGN_OR_RETURN(const IoBackend backend, parse_io_backend(v.options.io_backend));
-  const ExpertReadPattern& pattern = *v.session->expert_read_pattern();
+  const ExpertReadPattern& pattern = *v.session->engine().expert_read_pattern();
   return measure_read_bandwidth(v.reader, v.options.io_threads, backend, size_t(pattern.read_bytes),
                                 pattern.in_flight, kDiskProbeSeconds, 2);
 }
 
 Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::string& text,
                                            int64_t length) {
-  const std::vector<int32_t> base = session.tokenize(text);
+  const std::vector<int32_t> base = session.engine().tokenize(text);
   if (base.empty()) return Status::error("bench: the prompt text has no tokens");
   std::vector<int32_t> tokens;
   while (int64_t(tokens.size()) < length) tokens.insert(tokens.end(), base.begin(), base.end());
@@ -144,10 +144,9 @@ Result<BenchmarkVariant> open_variant(const BenchmarkSetup& setup, const std::st
                                       const std::string& budget_text) {
   BenchmarkVariant v;
   v.budget_text = budget_text;
-  v.options = setup.options.session;
+  v.options = without_plan_notes(setup.options.session);
   v.options.model_path = path;
   v.options.n_ctx = setup.n_ctx;
-  v.options.quiet = true;
   STRATA_RETURN_IF_ERROR(apply_memory_setting(budget_text, v.options));
   v.runs.resize(setup.options.prompt_lengths.size());
   STRATA_ASSIGN_OR_RETURN(const auto file, gguf::GgufFile::open(path));

@@ -64,19 +64,26 @@ ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
   return order;
 }
 
-// Says, once per process (bench and eval open many sessions, quiet ones, of one file), how
-// `strata repack` would write the model to stream faster, where it would: units that take three
-// small reads instead of one, or Q4_0 rows grouped after each read (only a CPU with the grouped
-// kernel does that) instead of in the file (--grouped).
-void note_faster_layout(bool split_reads, const ExpertRowOrder& rows) {
+void note(const SessionOptions& options, NoteKind kind, std::string_view line) {
+  if (options.on_note) options.on_note(kind, line);
+}
+
+// Says, once per process (bench and eval open many engines of one file), how `strata repack`
+// would write the model to stream faster, where it would: units that take three small reads
+// instead of one, or Q4_0 rows grouped after each read (only a CPU with the grouped kernel does
+// that) instead of in the file (--grouped).
+void note_faster_layout(const SessionOptions& options, bool split_reads,
+                        const ExpertRowOrder& rows) {
   static std::atomic<bool> noted{false};
-  if (!(split_reads || rows.grouped_after_read) || noted.exchange(true)) return;
-  std::fprintf(stderr,
-               "note: `strata repack%s` writes this model with %s%s%s, which streams faster\n",
-               rows.grouped_after_read ? " --grouped" : "",
-               split_reads ? "each expert one read instead of three small ones" : "",
-               split_reads && rows.grouped_after_read ? " and " : "",
-               rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
+  if (!options.on_note || !(split_reads || rows.grouped_after_read) || noted.exchange(true))
+    return;
+  note(options, NoteKind::kWarning,
+       fmt::format("note: `strata repack{}` writes this model with {}{}{}, which streams faster",
+                   rows.grouped_after_read ? " --grouped" : "",
+                   split_reads ? "each expert one read instead of three small ones" : "",
+                   split_reads && rows.grouped_after_read ? " and " : "",
+                   rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read"
+                                           : ""));
 }
 
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
@@ -92,16 +99,15 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
           file->name(), format_bytes(file->file_size()), format_bytes(available->bytes),
           available->source);
     // A mapping works, but its pages are read from disk again at every token.
-    if (!options.quiet)
-      std::fprintf(stderr,
-                   "note: %s (%s) is larger than the %s %s: mapped whole, it pages from disk at "
-                   "every token; --mem auto streams its experts instead\n",
-                   file->name().c_str(), format_bytes(file->file_size()).c_str(),
-                   format_bytes(available->bytes).c_str(), available->source.c_str());
+    note(options, NoteKind::kWarning,
+         fmt::format("note: {} ({}) is larger than the {} {}: mapped whole, it pages from disk at "
+                     "every token; --mem auto streams its experts instead",
+                     file->name(), format_bytes(file->file_size()),
+                     format_bytes(available->bytes), available->source));
   }
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
-  if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
+  if (options.show_progress) progress.emplace("loading " + options.model_path, file->file_size());
   STRATA_ASSIGN_OR_RETURN(auto data,
                           load_resident_tensor_data(*file, progress ? &*progress : nullptr));
   if (progress) progress->finish();
@@ -146,7 +152,11 @@ Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& des
   if (options.memory_budget > 0) {
     STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, described, backend, reader));
     session.memory_plan = plan.to_text();
-    if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
+    for (size_t begin = 0; begin < session.memory_plan.size();) {
+      const size_t end = session.memory_plan.find('\n', begin);
+      note(options, NoteKind::kPlan, std::string_view(session.memory_plan).substr(begin, end - begin));
+      begin = end == std::string::npos ? session.memory_plan.size() : end + 1;
+    }
     STRATA_RETURN_IF_ERROR(plan.shortfall);
     return plan.arena_bytes;
   }
@@ -190,7 +200,7 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   std::shared_ptr<LoadedTensorData> dense;
   {
     std::optional<ProgressBar> progress;
-    if (!options.quiet)
+    if (options.show_progress)
       progress.emplace("loading dense weights",
                        LoadedTensorData::bytes_to_load(*file, reader->alignment(),
                                                        LoadedTensorData::Contents::kDense));
@@ -228,7 +238,7 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   const int reads_per_unit = layout.most_reads_per_unit(reader->alignment());
   const bool split_reads = reads_per_unit > 1 && !layout.has_large_units();
   const ExpertRowOrder rows = expert_row_order(session.model->weights().experts);
-  note_faster_layout(split_reads, rows);
+  note_faster_layout(options, split_reads, rows);
   session.read_pattern =
       ExpertReadPattern{.read_bytes = largest_unit_read(layout, reader->alignment()),
                         .in_flight = store->io_backend() == IoBackend::kUring

@@ -47,6 +47,7 @@ void add_bench_command(CLI::App& app, Action& action) {
           .add_file("the predictor", options->session.next_expert_predictor_path);
       if (const Status status = inputs.check_outputs({*out, *plot}, *force); !status.ok())
         return report_failure(status);
+      print_engine_notes(options->session);
       options->command_line = command_line();
       if (!readahead_budget->empty()) {
         const auto budget = parse_readahead_budget(*readahead_budget);

@@ -31,14 +31,14 @@ struct ChatFlags {
 Result<std::vector<int32_t>> fitted_prompt(const Session& session,
                                            std::vector<ChatMessage>& conversation, int64_t room) {
   const size_t first = !conversation.empty() && conversation[0].role == "system" ? 1 : 0;
-  STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, session.chat_prompt(conversation));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, session.engine().chat_prompt(conversation));
   int dropped = 0;
   // Messages alternate user, assistant, ..., user: dropping two keeps a user message first.
   while (int64_t(prompt.size()) + room > session.n_ctx() && conversation.size() - first > 2) {
     conversation.erase(conversation.begin() + ptrdiff_t(first),
                        conversation.begin() + ptrdiff_t(first) + 2);
     ++dropped;
-    STRATA_ASSIGN_OR_RETURN(prompt, session.chat_prompt(conversation));
+    STRATA_ASSIGN_OR_RETURN(prompt, session.engine().chat_prompt(conversation));
   }
   if (dropped > 0)
     std::fprintf(stderr,
@@ -120,7 +120,7 @@ int chat(const ChatFlags& flags) {
   print_generation_summary(session, session.stats().prefill_tokens, generated,
                            options.memory_budget > 0 || options.arena_share > 0);
   if (!options.warm_path.empty()) {
-    const Status saved = session.save_expert_usage();
+    const Status saved = session.engine().save_expert_usage();
     if (!saved.ok()) return report_failure(saved);
   }
   if (terminated) return report_failure(interrupted_error());

@@ -34,7 +34,7 @@ void print_generation_summary(const Session& session, int64_t prompt_tokens,
           100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
           double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
           run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0,
-          double(Session::peak_rss_bytes()) / kMiB)
+          double(Engine::peak_rss_bytes()) / kMiB)
           .c_str());
 }
 

@@ -63,7 +63,7 @@ int run_logits(LogitsFlags flags) {
       {reinterpret_cast<const uint8_t*>(logits.data()), logits.size() * sizeof(float)});
   if (!written.ok()) return report_failure(written);
   std::fprintf(stderr, "wrote %zu x %lld logits to %s\n", tokens.value().size(),
-               static_cast<long long>(session.value()->n_vocab()), flags.out_path.c_str());
+               static_cast<long long>(session.value()->engine().n_vocab()), flags.out_path.c_str());
   return 0;
 }
 

@@ -40,7 +40,7 @@ Status write_stats(const std::string& path, const Session& session, uint64_t see
                      {"compute_ms", step.ms - step.experts.host_wait_ms},
                      {"experts", expert_counters_json(step.experts)}});
   const nlohmann::json json = {
-      {"model", session.describe()},
+      {"model", session.engine().describe()},
       {"seed", seed},
       // Cut short by Ctrl-C or SIGTERM: the counts are what was done until then.
       {"interrupted", interrupted()},
@@ -53,7 +53,7 @@ Status write_stats(const std::string& path, const Session& session, uint64_t see
       {"decode_compute_ms", stats.decode_ms - stats.decode_experts().host_wait_ms},
       {"decode_tokens_per_s", stats.decode_tokens_per_s()},
       {"experts", expert_counters_json(stats.experts)},
-      {"peak_rss_bytes", Session::peak_rss_bytes()},
+      {"peak_rss_bytes", Engine::peak_rss_bytes()},
       {"steps", steps},
   };
   const std::string text = json.dump(2) + "\n";
@@ -75,7 +75,7 @@ int run(RunFlags flags) {
   const auto opened = Session::open(flags.session.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  const std::vector<int32_t> prompt = session.tokenize(flags.prompt);
+  const std::vector<int32_t> prompt = session.engine().tokenize(flags.prompt);
   if (prompt.empty()) return report_failure(Status::error("the prompt is empty"));
   // Refused before the prompt is echoed: stdout then holds nothing of a run that did not happen.
   if (const Status fits = session.check_fits_context(int64_t(prompt.size()), "the prompt");
@@ -107,7 +107,7 @@ int run(RunFlags flags) {
     if (!written.ok()) return report_failure(written);
   }
   if (!options.warm_path.empty()) {
-    const Status saved = session.save_expert_usage();
+    const Status saved = session.engine().save_expert_usage();
     if (!saved.ok()) return report_failure(saved);
   }
   if (interrupted()) return report_failure(interrupted_error());

@@ -106,7 +106,18 @@ inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
       ->check(at_least(1));
 }
 
+// The engine's notes on stderr, a line each, and its progress bars (on a terminal).
+inline void print_engine_notes(SessionOptions& options) {
+  options.on_note = [](NoteKind, std::string_view line) {
+    std::fprintf(stderr, "%.*s\n", int(line.size()), line.data());
+  };
+  options.show_progress = true;
+}
+
+// Parses what CLI11 could not (--arena, --mem, --readahead-budget) and sends the engine's notes
+// to stderr.
 inline Status resolve_session_flags(SessionFlags& flags) {
+  print_engine_notes(flags.options);
   if (!flags.arena_share.empty()) {
     const std::string& text = flags.arena_share;
     const double value = std::atof(text.c_str()) / (text.back() == '%' ? 100.0 : 1.0);

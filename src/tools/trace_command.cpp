@@ -36,7 +36,7 @@ struct TraceFlags {
 // Feeds the input with the recorder attached; returns the number of prompt tokens and a note.
 Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags& flags,
                                               const std::string& text) {
-  std::vector<int32_t> tokens = session.tokenize(text);
+  std::vector<int32_t> tokens = session.engine().tokenize(text);
   if (flags.limit > 0 && int64_t(tokens.size()) > flags.limit) tokens.resize(size_t(flags.limit));
   if (tokens.empty()) return Status::error("trace: the text has no tokens");
   const std::string& input = flags.teacher_forced_file.empty()
@@ -85,8 +85,8 @@ int trace(const TraceFlags& flags) {
   const auto opened = Session::open(session_flags.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  ExpertTraceRecorder recorder(uint32_t(session.n_layers()), uint32_t(session.n_experts()),
-                               uint32_t(session.n_experts_per_token()));
+  ExpertTraceRecorder recorder(uint32_t(session.engine().n_layers()), uint32_t(session.engine().n_experts()),
+                               uint32_t(session.engine().n_experts_per_token()));
   session.set_route_callback(
       [&recorder](int layer, int64_t position, std::span<const int32_t> experts) {
         recorder.record(layer, position, experts);
