@@ -110,14 +110,17 @@ Result<ReferenceRows> ReferenceReader::read(const SuiteWindow& window,
 }
 
 Result<ReferenceWriter> ReferenceWriter::create(const std::string& dir, int64_t n_vocab, int top_k,
-                                                nlohmann::json description) {
+                                                nlohmann::json description, bool replace) {
   STRATA_CHECK(top_k >= 0 && top_k <= n_vocab);
   // "ref/" names the directory "ref": the partial one goes beside it, not inside.
   const fs::path target = fs::path(dir).lexically_normal();
   const fs::path named = target.has_filename() ? target : target.parent_path();
   std::error_code error;
-  if (fs::exists(named, error) && !(fs::is_directory(named) && fs::is_empty(named, error)))
-    return Status::errorf("{}: already exists; --save-ref writes a new directory", dir);
+  if (!replace && fs::exists(named, error) &&
+      !(fs::is_directory(named) && fs::is_empty(named, error)))
+    return Status::errorf("{}: already exists; --force replaces it", dir);
+  if (replace && fs::exists(named, error) && !fs::is_directory(named))
+    return Status::errorf("{}: not a directory", dir);
   if (const fs::path parent = named.parent_path(); !parent.empty() && !fs::is_directory(parent))
     return Status::errorf("{}: no such directory", parent.string());
   ReferenceWriter writer;
@@ -127,6 +130,7 @@ Result<ReferenceWriter> ReferenceWriter::create(const std::string& dir, int64_t 
     return Status::errorf("{}: cannot create: {}", writer.partial_.path(),
                           error ? error.message() : "it exists");
   writer.dir_ = named.string();
+  writer.replace_ = replace;
   writer.n_vocab_ = n_vocab;
   writer.top_k_ = top_k;
   writer.description_ = std::move(description);
@@ -169,12 +173,29 @@ Status ReferenceWriter::finish() {
                                    {"reference", description_},  {"windows", windows_}};
   STRATA_RETURN_IF_ERROR(
       write_file_atomically(path_in(partial_.path(), kManifest), manifest.dump(1) + "\n"));
-  // Over an empty directory of that name too (rename(2) replaces one).
+  // Over an empty directory of that name too (rename(2) replaces one); a full one is moved
+  // aside first and removed once the new one is in place.
   std::error_code error;
+  TemporaryPath previous;
+  if (replace_ && fs::exists(dir_, error) && !fs::is_empty(dir_, error)) {
+    previous = TemporaryPath(fmt::format("{}.previous-{}", dir_, ::getpid()),
+                             TemporaryPath::Kind::kDirectory);
+    fs::rename(dir_, previous.path(), error);
+    if (error)
+      return Status::errorf("{}: cannot move the previous reference aside: {}", dir_,
+                            error.message());
+  }
   fs::rename(partial_.path(), dir_, error);
-  if (error)
-    return Status::errorf("{}: cannot rename {} into place: {}", dir_, partial_.path(),
-                          error.message());
+  if (error) {
+    const std::string message = fmt::format("{}: cannot rename {} into place: {}", dir_,
+                                            partial_.path(), error.message());
+    // The previous reference goes back where it was: nothing the user had is lost.
+    if (!previous.path().empty()) {
+      fs::rename(previous.path(), dir_, error);
+      if (!error) previous.release();
+    }
+    return Status::error(message);
+  }
   partial_.release();
   return Status();
 }

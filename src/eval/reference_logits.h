@@ -84,18 +84,21 @@ class ReferenceReader {
 class ReferenceWriter {
  public:
   // top_k 0: full rows. Creates the partial directory beside `dir`. Errors: `dir` exists and is
-  // not an empty directory (nothing is replaced), its parent does not exist.
+  // not an empty directory while `replace` is false (--force), its parent does not exist. With
+  // `replace`, an existing `dir` gives way to the complete new one in finish(), not before.
   static Result<ReferenceWriter> create(const std::string& dir, int64_t n_vocab, int top_k,
-                                        nlohmann::json description);
+                                        nlohmann::json description, bool replace = false);
   // `full_rows`: [window.scored][n_vocab]; `window_tokens`: prompt + scored tokens.
   Status write(const SuiteWindow& window, std::span<const int32_t> window_tokens,
                std::span<const float> full_rows);
-  // Writes the manifest and renames the directory into place.
+  // Writes the manifest and renames the directory into place (over an existing one with
+  // `replace`, which is removed once the new one is in place).
   Status finish();
 
  private:
   std::string dir_;
   TemporaryPath partial_;  // where the files are written until finish()
+  bool replace_ = false;
   int64_t n_vocab_ = 0;
   int top_k_ = 0;
   nlohmann::json description_;

@@ -173,7 +173,7 @@ TEST(ReferenceLogits, WriterRenamesACompleteDirectoryIntoPlace) {
   const auto again = ReferenceWriter::create(dir.string(), kVocab, 0, {});
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().message(),
-            dir.string() + ": already exists; --save-ref writes a new directory");
+            dir.string() + ": already exists; --force replaces it");
   const auto orphan =
       ReferenceWriter::create((parent / "no" / "reference").string(), kVocab, 0, {});
   ASSERT_FALSE(orphan.ok());

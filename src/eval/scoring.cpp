@@ -67,8 +67,9 @@ Result<ReferenceSource> open_reference(const ScoringConfig& config, const Suite&
                                                      : kDefaultTopK;
     if (top_k > n_vocab)
       return Status::errorf("--save-ref-top-k {}: the vocabulary has {} tokens", top_k, n_vocab);
-    STRATA_ASSIGN_OR_RETURN(auto writer, ReferenceWriter::create(config.save_reference_dir, n_vocab,
-                                                                 top_k, description));
+    STRATA_ASSIGN_OR_RETURN(
+        auto writer, ReferenceWriter::create(config.save_reference_dir, n_vocab, top_k,
+                                             description, config.replace_saved_reference));
     source.writer = std::move(writer);
   }
   return source;

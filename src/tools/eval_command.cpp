@@ -163,6 +163,7 @@ Result<eval::ScoringConfig> scoring_config(RunFlags& flags) {
   reference.n_ctx = config.candidate.n_ctx;
   config.reference_model = reference;
   config.save_reference_dir = flags.save_reference;
+  config.replace_saved_reference = flags.outputs.force;
   config.save_top_k = flags.save_top_k;
   return config;
 }
