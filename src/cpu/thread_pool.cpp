@@ -9,13 +9,10 @@
 
 namespace strata {
 namespace {
-// About 20 us of spinning (a pause takes 20 ns on the AMD EPYC host, ~40 on Intel's 140-cycle
+// About 20 us of spinning (a pause takes 20 ns on epyc-2a, ~40 on Intel's 140-cycle
 // pause): longer than the gap between two kernels of one layer, short enough that a thread
 // waiting for a core another thread of ours needs (more threads than cores, or I/O threads)
-// soon gets out of the way on a futex. Spinning half as long as before (2000), and not at all
-// while the compute thread waits for a read (rest()), streamed strata-tiny-moe at a 25 % arena
-// in 2.16 ms a token against 2.64 (medians of 4 alternated runs; each change alone: 2.41 and
-// 2.37); resident decode lost 1 % (README, "Streaming experts").
+// soon gets out of the way on a futex. Measured with rest(): docs/streaming-speed.md.
 constexpr int kSpinIterations = 1000;
 }  // namespace
 

@@ -30,7 +30,7 @@
 //    without a descriptor (test doubles).
 //  * kAuto (the default): kUring where create() can set it up, else kPread. On strata-tiny-moe's
 //    14 KB expert slices io_uring's all-ranges-at-once submission turns late read-aheads into
-//    timely ones (README, "Cache lab"); on large slices the two read at the same speed.
+//    timely ones (docs/cache-lab.md); on large slices the two read at the same speed.
 //
 // Thread-safety: all methods may be called from any thread, concurrently. wait() blocks its
 // caller on a condition variable (no spinning); any number of threads may wait at once, each

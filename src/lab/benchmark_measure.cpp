@@ -18,14 +18,14 @@ namespace strata {
 namespace {
 
 // Memory bandwidth is probed before every run over 1 GiB, 3 passes: ~0.15 s, and it tracks a
-// shared host's drift (measured here between 18 and 25 GB/s within an hour). The buffer is
-// over three times this host's 300 MiB L3: over 512 MiB on huge pages, part of each pass came
-// from the cache and the probe read 8 % faster than over 2 GiB.
+// shared host's drift (18 to 25 GB/s within an hour on xeon-2, docs/hosts.md). The buffer is
+// over three times a 300 MiB L3: over 512 MiB on huge pages, part of each pass came from the
+// cache and the probe read 8 % faster than over 2 GiB (docs/speed.md).
 constexpr uint64_t kProbeBytes = 1024ull << 20;
 constexpr int kProbePasses = 3;
-// The disk probe reads 1 MiB ranges for this long, before and after every streaming run: this
-// VM's disk moves between 0.9 and 1.9 GB/s from one 2-second probe to the next, so the bound
-// uses the mean of the two around the run.
+// The disk probe reads 1 MiB ranges for this long, before and after every streaming run: a
+// virtual disk moved between 0.9 and 1.9 GB/s from one 2-second probe to the next
+// (docs/streaming-speed.md), so the bound uses the mean of the two around the run.
 constexpr double kDiskProbeSeconds = 2.0;
 
 // A variant's memory setting: "none" (every expert resident), a budget ("4G"), or "N%", an
@@ -57,7 +57,7 @@ Result<std::shared_ptr<FileReader>> open_probe_reader(const std::vector<FilePart
 
 // O_DIRECT read bandwidth of the model file with the session's readers: the bound's probe,
 // 1 MiB reads at random offsets, two per reader thread in flight. The disk drifts like the
-// memory (1.1-1.8 GB/s within minutes here), so it is probed right around every run.
+// memory, so it is probed right around every run.
 Result<double> probe_disk(const BenchmarkVariant& v) {
   STRATA_ASSIGN_OR_RETURN(const IoBackend backend, parse_io_backend(v.options.io_backend));
   return measure_read_bandwidth(v.reader, v.options.io_threads, backend, 1 << 20,
@@ -65,7 +65,7 @@ Result<double> probe_disk(const BenchmarkVariant& v) {
 }
 
 // The same with the store's own reads: a unit's size, as many in flight as the store keeps.
-// Some virtual disks serve these slower than the probe's (README, "Streaming speed"); the
+// Some virtual disks serve these slower than the probe's (docs/streaming-speed.md); the
 // share of this rate tells the engine's waiting apart from the disk's pattern.
 Result<double> probe_unit_reads(const BenchmarkVariant& v) {
   STRATA_ASSIGN_OR_RETURN(const IoBackend backend, parse_io_backend(v.options.io_backend));

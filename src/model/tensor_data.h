@@ -56,7 +56,8 @@ bool grouped_in_file(const gguf::GgufFile& file, const gguf::TensorInfo& tensor)
 // Whether resident mode copies the file's tensors rather than computing on the mapping: when
 // any is grouped in memory or in the file. A copy is on huge pages, where the file's pages are
 // mapped 4 KiB at a time: a --grouped 30B-A3B shape decoded 7.6-11 tok/s on the mapping against
-// 14-17 copied (README). And a grouped file needs a copy, ungrouped, without the kernel.
+// 14-17 copied (docs/streaming.md). And a grouped file needs a copy, ungrouped, without the
+// kernel.
 bool copied_when_resident(const gguf::GgufFile& file);
 // Rewrites n_rows Q4_0 rows of n weights from one order to the other (grouped or not), or
 // leaves them where the two agree.

@@ -13,8 +13,8 @@
 //  * per block, scale = d_w * d_x and acc = scale * float(lanes) + acc, as there.
 // So decode and prefill (which runs the AVX2 columns kernel) keep computing the same numbers.
 //
-// Why: decode streams weights, and the AVX2 kernel does not keep up with memory on this
-// generation of Xeon (10-13 GB/s a core on data in L2, about one core's share of DRAM). Here a
+// Why: decode streams weights, and the AVX2 kernel does not keep up with memory on xeon-2's
+// Xeon (10-13 GB/s a core on data in L2, about one core's share of DRAM; docs/speed.md). Here a
 // pair of blocks costs each row ~7 uops on ports 0 and 5 instead of ~16 on ports 0, 1 and 5:
 // 1.45x on data in L2 (1.59x with the high nibbles masked in place), 1.1-1.2x from DRAM on 2
 // threads (bench/rows_kernel_ab_bench.cpp).

@@ -4,8 +4,8 @@
 // group of the same size, written block index by block index: for block b, the 8 rows' fp16
 // scales (16 bytes), then the 8 rows' 16 quant bytes (128 bytes). One vector load then holds the
 // quants of 4 rows, one conversion their 8 scales, and one FMA accumulates 4 rows, where the
-// GGUF layout needs a broadcast, a conversion and an FMA per row. On this machine's Xeon the
-// mat-vec computed only ~1.2x as fast as memory delivers weights (README, "Speed"), so fewer
+// GGUF layout needs a broadcast, a conversion and an FMA per row. On a 2-core Xeon the
+// mat-vec computed only ~1.2x as fast as memory delivers weights (docs/speed.md), so fewer
 // uops per byte is decode speed: 1.50x the pair kernel in L2, 1.04x from DRAM
 // (bench/rows_kernel_ab_bench), 99.8 -> 85.3 ms a token on the resident 30B-A3B shape.
 //

@@ -57,8 +57,7 @@ inline __m256 row_sums(__m512 first, __m512 second) {
 }
 
 // How far ahead of the block being read the kernel prefetches its group's bytes (and the next
-// group's), into L2: 8 KiB measured best of 1, 4, 8 and 16 (bench/experiments result, branch
-// experiment/q4-interleaved).
+// group's), into L2: 8 KiB measured best of 1, 4, 8 and 16.
 constexpr int64_t kPrefetchBytes = 8192;
 
 // One group against kCols columns.
