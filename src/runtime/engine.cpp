@@ -24,7 +24,7 @@ namespace {
 // (strata-tiny-moe, 41 KB units: hits + timely read-ahead hits 71-72 % -> 76-77 % at a 25 %
 // arena). Their disk is bound by reads per second, so the farther layer reads only its top
 // two guesses (readahead_far): all eight read 14 % more and decoded 10 % slower on average, in
-// 6 of 7 alternated pairs of `strata run --arena 25%` (README). Large units are bandwidth-bound:
+// 6 of 7 alternated pairs of `strata run --arena 25%` (docs/cache-lab.md). Large units are bandwidth-bound:
 // the wrong guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB
 // units: 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
 int default_readahead_layers(const ExpertLayout& experts) {
@@ -128,8 +128,8 @@ Status start_transformer(Engine::Impl& engine) {
   }
   // A pool with a thread for every core leaves one core to the reads while a decode step has
   // some running: on the 2-vCPU VM, whose virtual disk reads 25-35 % slower while both vCPUs
-  // compute, the 30B shape decoded 4-5 % faster at a 25 % arena and 12 % at 50 % (README,
-  // "Streaming speed"). Prefill keeps every thread: it computes far more per byte read.
+  // compute, the 30B shape decoded 4-5 % faster at a 25 % arena and 12 % at 50 %
+  // (docs/streaming-speed.md). Prefill keeps every thread: it computes far more per byte read.
   if (streaming && options.n_threads > 1 &&
       options.n_threads >= int(std::thread::hardware_concurrency())) {
     engine.backend->spare_a_core_while(

@@ -30,7 +30,7 @@ namespace {
 // each) or 12 of a file in the unit layout (one each) at the default 2 threads. On
 // strata-tiny-moe, twice that many reads decoded 15 % slower from the stacked file; from the
 // unit layout, 4 and 12 units in flight decode equally fast and 12 bring in time the
-// read-aheads that 4 deliver late (README, "Cache lab").
+// read-aheads that 4 deliver late (docs/cache-lab.md).
 int default_io_depth(const ExpertLayout& experts, int io_threads, size_t alignment) {
   if (experts.has_large_units()) return 1;
   return std::max(1, 6 * io_threads / experts.most_reads_per_unit(alignment));
