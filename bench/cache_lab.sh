@@ -72,19 +72,19 @@ traces=()
 for trace in "$work"/heldout-*.trace; do traces+=(--trace "$trace"); done
 (cd "$work" && "$strata" cachesim "${traces[@]/#$work\//}" --sizes 10%,25%,50% \
   --policies lrfu,nextuse,successor,min --readahead 8 --out "$out/heldout-readahead.md" \
-  --json "$out/heldout-readahead.json")
+  --json "$out/heldout-readahead.json" --force)
 
 for set in tuning heldout; do
   traces=()
   for trace in "$work/$set"-*.trace; do traces+=(--trace "$trace"); done
   (cd "$work" && "$strata" cachesim "${traces[@]/#$work\//}" --sizes 5%,10%,25%,50%,75% \
     --policies lru,lfu,arc,lrfu,nextuse,successor,min --out "$out/$set.md" --json "$out/$set.json" \
-    --plot "$out/$set.svg")
+    --plot "$out/$set.svg" --force)
 done
 (cd "$work" && "$strata" cachesim --trace heldout-gen-code.trace --trace heldout-gen-prose.trace \
   --sizes 5%,10%,25%,50%,75% --policies lru,lfu,arc,lrfu,nextuse,successor,min --prefill-chunk 256 --scan-prompt \
   --out "$out/generation-as-arena.md" --json "$out/generation-as-arena.json" \
-  --plot "$out/generation-as-arena.svg")
+  --plot "$out/generation-as-arena.svg" --force)
 
 # The arena decodes the tokens a trace of one fewer generated token feeds (run does not feed
 # its last token).
@@ -104,12 +104,12 @@ head -c 900 "$work/code-c-crash_core.c-0.txt" >"$work/arena-prompt.txt"
     for policy in lru lfu arc lrfu nextuse successor; do
       "$strata" run -m "$model" --mem "$budget" --cache-policy "$policy" --readahead 0 \
         -f "$work/arena-prompt.txt" -n 300 --temp 0.8 --seed 1 --stats "$work/stats.json" \
-        >/dev/null 2>&1
+        --force >/dev/null 2>&1
       slots=$(python3 -c 'import json, re, sys
 print(re.search(r"of (\d+) slots", json.load(open(sys.argv[1]))["model"]).group(1))' \
         "$work/stats.json")
       "$strata" cachesim --trace "$work/arena.trace" --sizes "$slots" --policies "$policy" \
-        --prefill-chunk 256 --scan-prompt --json "$work/sim.json" >/dev/null
+        --prefill-chunk 256 --scan-prompt --json "$work/sim.json" --force >/dev/null
       python3 - "$work/stats.json" "$work/sim.json" "$budget" "$policy" "$slots" <<'PY'
 import json, sys
 stats, sim = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))

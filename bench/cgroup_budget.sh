@@ -23,7 +23,8 @@ echo "$limit" > "$cgroup/memory.limit_in_bytes"
 sync
 echo 3 > /proc/sys/vm/drop_caches
 stats=$(mktemp)
-command=$(printf '%q ' "$root/build/strata" run -m "$model" --mem "$mem_flag" --stats "$stats" "$@")
+# --force: mktemp has made the file.
+command=$(printf '%q ' "$root/build/strata" run -m "$model" --mem "$mem_flag" --stats "$stats" --force "$@")
 sh -c "echo \$\$ > $cgroup/cgroup.procs; exec $command" >/dev/null
 peak=$(cat "$cgroup/memory.max_usage_in_bytes")
 failcnt=$(cat "$cgroup/memory.failcnt")

@@ -41,12 +41,13 @@ step() {
   echo "$name: $((SECONDS - start)) s" | tee -a "$outdir/steps.log"
 }
 
-step make-model "$strata" make-model --arch qwen3moe --preset 30b-a3b --type q4_0 -o "$stacked"
-step repack "$strata" repack --grouped -m "$stacked" -o "$grouped"
+# --force: what an earlier run of this script left in WORKDIR and OUTDIR is replaced.
+step make-model "$strata" make-model --arch qwen3moe --preset 30b-a3b --type q4_0 --force -o "$stacked"
+step repack "$strata" repack --grouped --force -m "$stacked" -o "$grouped"
 rm -f "$stacked"
 step sync sync
 # The bench reads experts with O_DIRECT, but the dense weights and the file's hash go through
 # the page cache: start every host from the same cold state.
 echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || echo "note: page cache not dropped (not root)"
 step bench "$strata" bench -m "$grouped" --mem "${shares[@]}" --prompt-tokens 64 -n 32 -r 3 \
-  -o "$outdir/bench-30b-grouped.json"
+  --force -o "$outdir/bench-30b-grouped.json"

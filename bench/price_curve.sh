@@ -34,7 +34,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out/records"
 cd "$root"
 
-run() { "$strata" eval run --suite "$suite" --eval-dir "$eval_dir" -t 2 "$@"; }
+# --force: the records and reports of an earlier run are replaced.
+run() { "$strata" eval run --suite "$suite" --eval-dir "$eval_dir" -t 2 --force "$@"; }
 
 echo "== reference: exact routing, all experts resident" >&2
 run -m "$q4" --ref-batch --save-ref "$work/ref-q4" -o "$out/records/exact.json" --md "$out/exact.md" >/dev/null
@@ -49,9 +50,9 @@ for arena in 100% 50% 25%; do
   done
 done
 "$strata" eval table "${moce_records[@]}" -o "$out/moce.json" --md "$out/moce.md" \
-  --curve "$out/moce.svg" >/dev/null
+  --curve "$out/moce.svg" --force >/dev/null
 "$strata" eval compare "$out/records/moce-arena25-b0.5.json" "$out/records/moce-arena25-b0.85.json" \
-  --md "$out/moce-compare.md" >/dev/null
+  --md "$out/moce-compare.md" --force >/dev/null
 rm -rf "$work/ref-q4"
 
 echo "== reference: the Q8_0 model" >&2
@@ -73,11 +74,11 @@ record=$out/records/quant-shipped-q4_0.json
 run -m "$q4" --batch --ref-logits "$work/ref-q8" -o "$record" >/dev/null
 quant_records+=("$record")
 "$strata" eval table "${quant_records[@]}" -o "$out/quant.json" --md "$out/quant.md" \
-  --bars "$out/quant.svg" >/dev/null
+  --bars "$out/quant.svg" --force >/dev/null
 
 echo "== perplexity of the Q8_0 model on 512-token windows" >&2
 "$strata" eval make-suite --eval-dir "$eval_dir" --vocab "$q8" --windows 20 --prompt 1 \
   --scored 511 --seed 2 -o "$work/ppl-suite.json" 2>/dev/null
 "$strata" eval run --suite "$work/ppl-suite.json" --eval-dir "$eval_dir" -t 2 -m "$q8" --batch \
-  -o "$out/records/ppl.json" --md "$out/ppl.md" >/dev/null
+  -o "$out/records/ppl.json" --md "$out/ppl.md" --force >/dev/null
 echo "wrote $out" >&2

@@ -1,9 +1,9 @@
 // Decode's Q4_0 rows kernels side by side with a plain read of the same bytes, interleaved round
 // by round in one process, so that a shared host's drift hits all alike: the AVX2 kernel, the
-// AVX-512 VNNI kernel and the grouped kernel on a grouped copy of the matrix (quant/q4_0_groups.h;
-// both where the CPU has VNNI), and a plain AVX2 read of the same bytes with the rows kernels'
-// prefetch (integer adds, so the random bytes cost no float assists). Each round
-// every variant streams the whole matrix once on N threads, in tasks of 64 rows (decode's
+// AVX-512 VNNI kernel and the grouped kernel on a grouped copy of the matrix
+// (cpu/kernels/q4_0_groups.h; both where the CPU has VNNI), and a plain AVX2 read of the same bytes
+// with the rows kernels' prefetch (integer adds, so the random bytes cost no float assists). Each
+// round every variant streams the whole matrix once on N threads, in tasks of 64 rows (decode's
 // tasks are ~64 KiB of weights: 56 rows of 2048). Prints each variant's median GB/s of weights
 // and its median ratio to the AVX2 kernel over the rounds.
 //
@@ -13,8 +13,9 @@
 // matrix is on huge pages, as the weights are (base/huge_page_memory.h).
 #include "base/cpu_features.h"
 #include "base/huge_page_memory.h"
+#include "cpu/kernels/q4_0_groups.h"
+#include "cpu/kernels/simd_kernels.h"
 #include "quant/q4_0.h"
-#include "quant/q4_0_groups.h"
 #include "quant/q8_0.h"
 #include "quant/quant_type.h"
 

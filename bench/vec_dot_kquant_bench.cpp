@@ -8,6 +8,7 @@
 //
 //   vec_dot_kquant_bench --benchmark_filter='MatVec|MatMul4|StreamRead'
 #include "base/cpu_features.h"
+#include "cpu/kernels/simd_kernels.h"
 #include "quant/iq4_xs.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"

@@ -15,6 +15,7 @@
 // On a shared machine, run it under `chrt -f 10` (and `taskset -c 1` for one thread): other
 // processes' time slices otherwise show up as lost bandwidth.
 #include "base/cpu_features.h"
+#include "cpu/kernels/simd_kernels.h"
 #include "quant/bf16.h"
 #include "quant/f16.h"
 #include "quant/f32.h"

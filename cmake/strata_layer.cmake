@@ -1,13 +1,14 @@
-# One static library per layer of DESIGN.md §1. Sources are the folder's *.cpp files (and its *.cu
-# files, which only src/cuda/ has):
+# One static library per layer of DESIGN.md §1. Sources are the *.cpp files of the folder and its
+# subfolders (cpu/kernels/), and the *.cu files, which only src/cuda/ has:
 #   *_test.cpp  -> the layer's GoogleTest binary (strata_<layer>_tests), registered with CTest
 #   *_avx2.cpp  -> compiled with AVX2/FMA/F16C; callers select them at run time (cpu_features.h)
 #   *_avx512.cpp -> compiled with AVX-512 (F, BW, VL) and VNNI besides; selected the same way
 # Layers name only the layers below them in DEPENDS, so an upward include fails to link.
 function(strata_layer name)
   cmake_parse_arguments(ARG "" "" "DEPENDS;PRIVATE_DEPENDS" ${ARGN})
-  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
-  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp
+       ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
+  file(GLOB_RECURSE tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp)
   if(tests)
     list(REMOVE_ITEM sources ${tests})
   endif()

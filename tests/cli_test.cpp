@@ -46,7 +46,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   std::ofstream(bad_predictor) << "not a predictor";
   const std::string inspect_bad_predictor =
       "inspect -m " + kModel + " --mem 100M --predictor " + bad_predictor.string();
-  const std::pair<std::string, std::string> cases[] = {
+  std::vector<std::pair<std::string, std::string>> cases = {
       {"run -m /nonexistent.gguf -p hi", "/nonexistent.gguf: cannot open"},
       {"run -m " + truncated.string() + " -p hi", truncated.string() + ": "},
       {"logits -m " + kModel + " --tokens " + bad_tokens.string() + " --out /dev/null",
@@ -57,8 +57,9 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"run -m " + kModel + " -p hi --ctx 10000000000", "--ctx 10000000000: the KV cache needs"},
       {"run -m " + kModel + " -p hi --mem 1G --io carrier-pigeon", "unknown I/O backend"},
       {"run -m " + kModel + " -p hi --io-depth -1",
-       "--io-depth: must be a whole number, 0 or more (got '-1')"},
-      {"bench -m " + kModel + " --io-threads 0", "--io-threads: must be a whole number, 1 or more"},
+       "--io-depth: must be a whole number from 0 to 1365 (got '-1')"},
+      {"bench -m " + kModel + " --io-threads 0",
+       "--io-threads: must be a whole number from 1 to 64 (got '0')"},
       {"run -m " + kModel + " -p hi --temp nan", "--temp: must be a number 0 or more (got 'nan')"},
       {"run -m " + kModel + " -p hi --top-p 2", "--top-p: must be a number in (0, 1] (got '2')"},
       {"run -m " + kModel + " -p hi --arena 25% --readahead 1000",
@@ -71,23 +72,75 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"bench -m " + kModel + " --plot /nonexistent/dir/chart.svg",
        "/nonexistent/dir: no such directory"},
       {"trace -m " + kModel + " -p hi -o /nonexistent/dir/x.trace",
-       "--out: /nonexistent/dir: no such directory"},
+       "strata: /nonexistent/dir: no such directory"},
       {"run -m " + kModel + " -p hi --frobnicate", "--frobnicate"},
-      {"repack -m " + kModel + " -o " + kModel, "is the input file; refusing to overwrite it"},
       {"split -m " + kModel + " -o /tmp/x --max-size 4M --parts 3", "--max-size excludes --parts"},
       {"split -m " + kModel + " -o /tmp/x", "give either a maximum part size or a number of parts"},
       {"run -m " + kModel + " -p hi --arena 50% --warm " + bad_warm.string(),
        "n_layer and n_expert must be integers"},
       {inspect_bad_predictor, bad_predictor.string() + ": not a GGUF file"},
       {"run -m " + kModel + " -p hi --arena 50% --warm " + scratch().string(),
-       "--warm: " + scratch().string() + ": is a directory"},
+       "strata: " + scratch().string() + ": is a directory"},
       {"run -m " + kModel + " -p hi --arena 50% --warm /nonexistent/dir/usage.json",
-       "--warm: /nonexistent/dir: no such directory"},
+       "strata: /nonexistent/dir: no such directory"},
       {"logits -m " + kModel + " --tokens " + scratch().string() + " --out /dev/null",
        scratch().string() + ": is a directory"},
       {"run -m " + kModel + " -p hi --stats " + scratch().string(),
-       "--stats: " + scratch().string() + ": is a directory"},
+       "strata: " + scratch().string() + ": is a directory"},
   };
+  // Counts that would start more threads than the pool and the I/O engine take, or wrap.
+  const std::string threads = "must be a whole number from 0 to 512 (got '100000')";
+  for (const std::string& command : std::vector<std::string>{
+           "run -m " + kModel + " -p hi", "chat -m " + kModel,
+           "logits -m " + kModel + " --tokens " + bad_tokens.string() + " --out /dev/null",
+           "trace -m " + kModel + " -p hi -o /dev/null", "eval run --suite s.json -m " + kModel,
+           "bench -m " + kModel, "fit-predictor -m " + kModel + " -f " + kModel + " -o /dev/null",
+           "inspect -m " + kModel, "quantize -m " + kModel + " --experts q8_0 -o /dev/null",
+           "make-model -o /dev/null"}) {
+    cases.push_back({command + " -t 100000", "--threads: " + threads});
+    cases.push_back({command + " --threads -1", "(got '-1')"});
+  }
+  for (const std::string& command :
+       std::vector<std::string>{"run -m " + kModel + " -p hi", "bench -m " + kModel,
+                                "eval run --suite s.json -m " + kModel})
+    cases.push_back({command + " --io-threads 100000",
+                     "--io-threads: must be a whole number from 1 to 64 (got '100000')"});
+  // Values that were taken silently: wrapped around, or meaningless where nothing streams.
+  const std::string seed = "must be a whole number from 0 to 18446744073709551615, or -1";
+  cases.insert(
+      cases.end(),
+      {{"run -m " + kModel + " -p hi --seed -2",
+        "--seed: " + seed + " for a random seed (got '-2')"},
+       {"run -m " + kModel + " -p hi --seed 18446744073709551616", "--seed: " + seed},
+       {"make-model -o /dev/null --seed -5", "--seed: " + seed},
+       {"eval make-suite --eval-dir . --vocab " + kModel +
+            " --windows 1 --prompt 1 --scored 1 -o /dev/null --seed 99999999999999999999",
+        "--seed: " + seed},
+       {"eval compare a.json b.json --bootstrap-seed -3", "--bootstrap-seed: " + seed},
+       {"run -m " + kModel + " -p hi --arena 25% --readahead -1",
+        "--readahead: must be a whole number, 0 or more (got '-1')"},
+       {"eval run --suite s.json -m " + kModel + " --ref-readahead -1",
+        "--ref-readahead: must be a whole number, 0 or more (got '-1')"},
+       {"make-model -o /dev/null --stats-tokens -5",
+        "--stats-tokens: must be a whole number, 0 or more (got '-5')"},
+       {"run -m " + kModel + " -p hi --cache-policy lifo",
+        "--cache-policy: unknown replacement policy 'lifo' (known: "},
+       {"inspect -m " + kModel + " --cache-policy lifo", "unknown replacement policy 'lifo'"},
+       {"eval run --suite s.json -m " + kModel + " --ref-cache-policy lifo",
+        "--ref-cache-policy: unknown replacement policy 'lifo'"},
+       {"run -m " + kModel + " -p hi --arena 25% --mem 1G", "--arena excludes --mem"},
+       {"eval run --suite s.json -m " + kModel + " --ref-arena 25% --ref-mem 1G",
+        "--ref-arena excludes --ref-mem"},
+       {"run -m " + kModel + " -p hi --arena 25% --io-depth 100000",
+        "--io-depth: must be a whole number from 0 to 1365 (got '100000')"},
+       {"bench -m " + kModel + " -n 0",
+        "--gen-tokens: must be a whole number from 1 to 2147483647 (got '0')"},
+       {"bench -m " + kModel + " --prompt-tokens 0",
+        "--prompt-tokens: must be a whole number, 1 or more (got '0')"},
+       {"cachesim --trace x.trace --readahead -1",
+        "--readahead: must be a whole number, 0 or more (got '-1')"},
+       {"fit-predictor -m " + kModel + " -f " + kModel + " -o /dev/null --ridge 0",
+        "--ridge: must be a number above 0 (got '0')"}});
   // Refused before the run: nothing was generated.
   EXPECT_EQ(strata("run -m " + kModel + " -p hi --stats " + scratch().string()).out, "");
   EXPECT_EQ(strata("run -m " + kModel + " -p hi --warm /nonexistent/dir/usage.json").out, "");
@@ -100,6 +153,61 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   }
   // The error is all inspect prints: no listing before it.
   EXPECT_EQ(strata(inspect_bad_predictor).out, "");
+}
+
+// A thread that cannot start (here: no address space left for its stack) is one line, and the
+// writers leave nothing behind.
+TEST(Cli, ThreadsThatCannotStartAreOneLine) {
+  const fs::path dir = scratch() / "no-threads";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 400 MB of address space holds the process and a few dozen 8 MiB thread stacks, not 512.
+  const std::string limit = "ulimit -v 400000; ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"run -m " + kModel + " -p hi -n 1 -t 512", "cannot start compute thread "},
+      {"run -m " + kModel + " -p hi -n 1 -t 1 --arena 50% --io pread --io-threads 64",
+       ": cannot start I/O thread "},
+      {"quantize -m " + kModel + " --experts q8_0 -t 512 -o " + (dir / "q.gguf").string(),
+       "cannot start compute thread "},
+      {"make-model --preset tiny -t 512 -o " + (dir / "m.gguf").string(),
+       "cannot start compute thread "},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const auto outcome = strata(arguments, limit);
+    EXPECT_EQ(outcome.exit_code, 1) << arguments << "\n" << outcome.err;
+    const std::string line = last_line(outcome.err);
+    EXPECT_TRUE(
+        std::regex_search(line, std::regex("^strata: .*" + expected + "[0-9]+ of (512|64): .+$")))
+        << arguments << "\n"
+        << outcome.err;
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+// --seed -1 draws a seed, says it first, records it in --stats; given back, it repeats the run.
+TEST(Cli, RandomSeedIsSaidAndRecorded) {
+  const fs::path stats = scratch() / "seed-stats.json";
+  const std::string run = "run -m " + kModel + " -p 'Once upon a time' -n 12 --temp 1 ";
+  const auto drawn = strata(run + "--seed -1 --stats " + stats.string());
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.err;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(drawn.err, match, std::regex("^seed: ([0-9]+)\n"))) << drawn.err;
+  const std::string seed = match[1];
+  std::ifstream in(stats);
+  EXPECT_EQ(std::to_string(nlohmann::json::parse(in).at("seed").get<uint64_t>()), seed);
+  const auto again = strata(run + "--seed " + seed);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, drawn.out);
+  EXPECT_EQ(again.err.find("seed: "), std::string::npos) << again.err;
+}
+
+// A replacement policy is checked whether or not experts stream; resident, it is only a note.
+TEST(Cli, CachePolicyWithoutStreamingIsANote) {
+  const auto outcome = strata("run -m " + kModel + " -p hi -n 1 --cache-policy lru");
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.err.find("note: --cache-policy only matters when experts stream"),
+            std::string::npos)
+      << outcome.err;
 }
 
 // "-f -" reads the text from standard input, as a file would be read.
@@ -150,13 +258,13 @@ TEST(Cli, AutomaticBudgetSaysWhereItComesFrom) {
 TEST(Cli, InspectFailsForABudgetRunRefuses) {
   // The plan's runtime line is measured in each process, so the two differ in the figures.
   const std::regex refusal(
-      "^strata: .*: the memory budget 40.00 MiB is [0-9.]+ MiB short: this model needs at least "
+      "^strata: .*: the memory budget 30.00 MiB is [0-9.]+ MiB short: this model needs at least "
       "[0-9.]+ MiB \\(.*\\)$");
-  const auto small = strata("inspect -m " + kModel + " --mem 40M");
+  const auto small = strata("inspect -m " + kModel + " --mem 30M");
   EXPECT_EQ(small.exit_code, 1);
   EXPECT_NE(small.out.find("smallest budget that works"), std::string::npos) << small.out;
   EXPECT_TRUE(std::regex_match(last_line(small.err), refusal)) << small.err;
-  const auto run = strata("run -m " + kModel + " -p hi --mem 40M");
+  const auto run = strata("run -m " + kModel + " -p hi --mem 30M");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(std::regex_match(last_line(run.err), refusal)) << run.err;
   EXPECT_EQ(strata("inspect -m " + kModel + " --mem 200M").exit_code, 0);
@@ -180,6 +288,7 @@ TEST(Cli, PeakMemoryStaysWithinTheBudget) {
   const double minimum_mib = std::ceil(std::stod(match[1])) + 2;
   for (const double budget_mib : {minimum_mib, minimum_mib + 12}) {
     const fs::path stats = scratch() / "stats.json";
+    fs::remove(stats);
     const auto outcome = strata(fmt_budget(budget_mib, stats));
     ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
     std::ifstream in(stats);
@@ -270,7 +379,7 @@ TEST(Cli, RepackedModelGeneratesTheSameText) {
       << repacked.err;
   const auto again = strata("repack -m " + kModel + " -o " + units.string());
   EXPECT_EQ(again.exit_code, 1);
-  EXPECT_NE(last_line(again.err).find("already exists (--force replaces it)"), std::string::npos);
+  EXPECT_NE(last_line(again.err).find("exists; --force replaces it"), std::string::npos);
   const std::string generate = " -p 'def fibonacci(n):' -n 24 --temp 0";
   const auto stacked_text = strata("run -m " + kModel + generate);
   const auto units_text = strata("run -m " + units.string() + generate + " --arena 25%");
@@ -348,7 +457,7 @@ TEST(Cli, FitPredictorThenStreamWithIt) {
   const std::string plain = generate + " --arena 25% --readahead 0";
   const auto hits = [](const std::string& err) {
     const size_t from = err.find("experts: ");
-    return from == std::string::npos ? err : err.substr(from, err.find(" hits,", from) - from);
+    return from == std::string::npos ? err : err.substr(from, err.find(" | ", from) - from);
   };
   const auto with_estimates = strata("run -m " + kModel + plain + " --predictor " + predictor);
   const auto history_only = strata("run -m " + kModel + plain + " --cache-policy nextuse");

@@ -167,5 +167,41 @@ TEST(EvalCli, NumbersEqualAnIndependentComputationFromLogitsDumps) {
   EXPECT_GT(pooled.at("kld_mean").get<double>(), 0);  // Q4_0 against Q8_0 is not exact
 }
 
+// A suite names its sources' directory relative to itself: made from one directory, it runs
+// from any other, and moved with its documents it still finds them. When they are missing, the
+// error says where it looked.
+TEST(EvalCli, SuiteFindsItsSourcesBesideItFromAnyDirectory) {
+  const fs::path dir = testing::scratch() / "eval-relative", moved = dir.string() + "-moved";
+  fs::remove_all(dir);
+  fs::remove_all(moved);
+  fs::create_directories(dir / "docs");
+  write_documents(dir / "docs");
+  const std::string docs = fs::relative(dir / "docs", fs::current_path()).string();
+  auto outcome =
+      strata("eval make-suite --eval-dir " + docs + " --vocab " + kCandidate +
+             " --windows 2 --prompt 6 --scored 10 --seed 7 -o " + (dir / "suite.json").string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  std::ifstream suite_in(dir / "suite.json");
+  EXPECT_EQ(nlohmann::json::parse(suite_in).at("eval_dir"), "docs");
+  fs::rename(dir, moved);
+  const std::string tokens = "eval tokens --suite " + (moved / "suite.json").string() + " -o ";
+  const fs::path here = fs::current_path();
+  fs::current_path("/");  // the command runs from another directory than make-suite did
+  outcome = strata(tokens + (moved / "tokens").string());
+  fs::current_path(here);
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_TRUE(fs::exists(moved / "tokens" / "prose-000.tokens.json"));
+  fs::remove(moved / "docs" / "prose.jsonl");
+  outcome = strata(tokens + (moved / "tokens-again").string());
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_NE(testing::last_line(outcome.err)
+                .find((moved / "docs" / "prose.jsonl").string() +
+                      ": missing: the suite's windows come from it (looked for in " +
+                      (moved / "docs").string() + ";"),
+            std::string::npos)
+      << outcome.err;
+  fs::remove_all(moved);
+}
+
 }  // namespace
 }  // namespace strata

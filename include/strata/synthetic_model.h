@@ -22,7 +22,7 @@ struct SyntheticModelOptions {
   std::string preset = "tiny";    // see synthetic_presets(): tiny, small, 30b-a3b, ...
   std::string type = "q4_0";      // format of the 2-D weights; routers and norms stay F32
   uint64_t seed = 1;
-  std::string output_path;
+  std::string output_path;  // a regular file: the model is read back before it is renamed there
   // Tokenizer to copy (any GGUF with tokenizer.ggml.* keys); empty: a byte-level vocabulary.
   std::string vocab_path;
   int n_threads = 0;  // 0: one per core

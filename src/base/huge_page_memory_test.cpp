@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -21,8 +22,9 @@ bool transparent_huge_pages_off() {
   return !std::getline(setting, line) || line.find("[never]") != std::string::npos;
 }
 
-// AnonHugePages of the mapping that contains `address`, in bytes (/proc/self/smaps).
-size_t anon_huge_page_bytes_at(const void* address) {
+// A field ("AnonHugePages:", "Rss:") of the mapping that contains `address`, in bytes
+// (/proc/self/smaps).
+size_t smaps_bytes_at(const void* address, const std::string& field) {
   std::ifstream smaps("/proc/self/smaps");
   const auto target = reinterpret_cast<uintptr_t>(address);
   bool inside = false;
@@ -32,11 +34,15 @@ size_t anon_huge_page_bytes_at(const void* address) {
     std::istringstream header(line);
     if (header >> std::hex >> begin >> dash >> end && dash == '-') {
       inside = begin <= target && target < end;
-    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
-      return std::stoull(line.substr(14)) * 1024;
+    } else if (inside && line.rfind(field, 0) == 0) {
+      return std::stoull(line.substr(field.size())) * 1024;
     }
   }
   return 0;
+}
+
+size_t anon_huge_page_bytes_at(const void* address) {
+  return smaps_bytes_at(address, "AnonHugePages:");
 }
 
 TEST(HugePageMemory, IsAlignedZeroedAndWritable) {
@@ -48,6 +54,17 @@ TEST(HugePageMemory, IsAlignedZeroedAndWritable) {
   std::memset(memory.get(), 0x5a, 3 * kMiB + 5);
   EXPECT_EQ(memory.get()[3 * kMiB + 4], 0x5a);
   EXPECT_EQ(allocate_on_huge_pages(0), nullptr);
+}
+
+// The memory plan counts a buffer at its size: written whole, it is resident at that size (to a
+// small page), not rounded up to the next huge page.
+TEST(HugePageMemory, IsResidentAtItsSize) {
+  constexpr size_t kBytes = 3 * kMiB + 5;
+  HugePageMemory memory = allocate_on_huge_pages(kBytes, 4096);
+  ASSERT_NE(memory, nullptr);
+  std::memset(memory.get(), 1, kBytes);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(smaps_bytes_at(memory.get(), "Rss:"), (kBytes + page - 1) / page * page);
 }
 
 // Memory the heap recycles was faulted in on small pages; a buffer carved from it stays on them

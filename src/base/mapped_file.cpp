@@ -1,41 +1,14 @@
 #include "base/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "base/regular_file.h"
+
 namespace strata {
-namespace {
-
-// An open regular file; closes on destruction.
-struct OpenFile {
-  int fd = -1;
-  uint64_t size = 0;
-  OpenFile() = default;
-  OpenFile(OpenFile&& other) noexcept : fd(other.fd), size(other.size) { other.fd = -1; }
-  ~OpenFile() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-Result<OpenFile> open_regular_file(const std::string& path) {
-  OpenFile file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st;
-  if (::fstat(file.fd, &st) != 0) {
-    return Status::errorf("{}: cannot stat: {}", path, std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) return Status::errorf("{}: not a regular file", path);
-  file.size = uint64_t(st.st_size);
-  return file;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   const std::string paths[] = {path};
@@ -43,15 +16,15 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
 }
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open_parts(std::span<const std::string> paths) {
-  std::vector<OpenFile> files;
+  std::vector<RegularFile> files;
   std::vector<FilePart> parts;
   uint64_t end = 0;
   for (const std::string& path : paths) {
-    STRATA_ASSIGN_OR_RETURN(OpenFile file, open_regular_file(path));
+    STRATA_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path));
     const uint64_t offset =
         parts.empty() ? 0 : (end + kFilePartSpacing - 1) / kFilePartSpacing * kFilePartSpacing;
-    end = offset + file.size;
-    parts.push_back({path, offset, file.size});
+    end = offset + file.size();
+    parts.push_back({path, offset, file.size()});
     files.push_back(std::move(file));
   }
   if (end == 0) return std::unique_ptr<MappedFile>(new MappedFile(std::move(parts), nullptr, 0));
@@ -69,7 +42,7 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open_parts(std::span<const std::
     if (parts[i].size == 0) continue;
     void* at = static_cast<uint8_t*>(base) + parts[i].offset;
     // The mappings keep their own references to the files, which close when `files` goes.
-    if (::mmap(at, parts[i].size, PROT_READ, MAP_PRIVATE | MAP_FIXED, files[i].fd, 0) ==
+    if (::mmap(at, parts[i].size, PROT_READ, MAP_PRIVATE | MAP_FIXED, files[i].fd(), 0) ==
         MAP_FAILED) {
       const int err = errno;
       ::munmap(base, reserved);

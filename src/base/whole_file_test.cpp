@@ -1,9 +1,12 @@
 #include "base/whole_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace strata {
 namespace {
@@ -27,6 +30,21 @@ TEST(WholeFile, DirectoriesAndMissingFilesAreOneLineErrors) {
   const auto missing = read_whole_file("/nonexistent/file");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(),
+            "/nonexistent/file: cannot open: No such file or directory");
+}
+
+// A text may come through a pipe: a FIFO is read to its writer's end, as `-f <(cmd)` needs.
+TEST(WholeFile, TextsAreReadThroughFifos) {
+  const std::string fifo =
+      std::filesystem::temp_directory_path() / ("strata-whole-text-" + std::to_string(::getpid()));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo) << "def fibonacci(n):"; });
+  const auto read = read_whole_text(fifo);
+  writer.join();
+  std::filesystem::remove(fifo);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read.value(), "def fibonacci(n):");
+  EXPECT_EQ(read_whole_text("/nonexistent/file").status().message(),
             "/nonexistent/file: cannot open: No such file or directory");
 }
 

@@ -6,9 +6,9 @@
 
 #include "cpu/attention.h"
 #include "cpu/attention_kernels.h"
+#include "cpu/kernels/groups_of_four.h"
+#include "cpu/kernels/horizontal_sum_avx2.h"
 #include "cpu/value_rows_prefetch.h"
-#include "quant/groups_of_four.h"
-#include "quant/horizontal_sum_avx2.h"
 
 namespace strata {
 namespace {

@@ -16,10 +16,10 @@
 
 #include "cpu/attention.h"
 #include "cpu/attention_kernels.h"
+#include "cpu/kernels/groups_of_four.h"
+#include "cpu/kernels/halves_avx512.h"
+#include "cpu/kernels/horizontal_sum_avx2.h"
 #include "cpu/value_rows_prefetch.h"
-#include "quant/groups_of_four.h"
-#include "quant/halves_avx512.h"
-#include "quant/horizontal_sum_avx2.h"
 
 namespace strata {
 namespace {

@@ -61,12 +61,12 @@ void check_case(const Case& c, int n_threads) {
   const LayerKvView kv{keys.data(), values.data(), c.n_ctx, capacity, c.n_head_kv, c.head_dim};
   for (int64_t j = 0; j < n_pos; ++j) kv.store(j, &k[size_t(j * kv_dim)], &v[size_t(j * kv_dim)]);
 
-  ThreadPool pool(n_threads);
+  const auto pool = ThreadPool::start(n_threads).value();
   AttentionScratch scratch;
   std::vector<float> out(q.size());
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim,
                              1.0f / std::sqrt(float(c.head_dim))};
-  attention(pool, shape, kv, q.data(), c.n_tokens, c.pos0, out.data(), scratch);
+  attention(*pool, shape, kv, q.data(), c.n_tokens, c.pos0, out.data(), scratch);
   const std::vector<double> expected = reference(c, q, k, v);
   for (size_t i = 0; i < out.size(); ++i)
     ASSERT_NEAR(out[i], expected[i], 2e-5 * (1 + std::abs(expected[i])))
@@ -106,10 +106,10 @@ TEST(Attention, SameResultWithAnyThreadCount) {
       kv.store(j, kvec.data(), kvec.data());
     }
     for (float& x : q) x = normal(rng);
-    ThreadPool pool(threads);
+    const auto pool = ThreadPool::start(threads).value();
     AttentionScratch scratch;
     outputs.emplace_back(q.size());
-    attention(pool, {c.n_head, c.n_head_kv, c.head_dim, 0.125f}, kv, q.data(), c.n_tokens, c.pos0,
+    attention(*pool, {c.n_head, c.n_head_kv, c.head_dim, 0.125f}, kv, q.data(), c.n_tokens, c.pos0,
               outputs.back().data(), scratch);
   }
   EXPECT_EQ(outputs[0], outputs[1]);
@@ -206,10 +206,10 @@ TEST(Attention, HeadsHereEqualAttentionToTheBit) {
     for (float& value : q) value = normal(rng);
     const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim,
                                1.0f / std::sqrt(float(c.head_dim))};
-    ThreadPool pool(2);
+    const auto pool = ThreadPool::start(2).value();
     AttentionScratch scratch;
     std::vector<float> by_pool(q.size()), here(q.size());
-    attention(pool, shape, kv, q.data(), 1, c.pos0, by_pool.data(), scratch);
+    attention(*pool, shape, kv, q.data(), 1, c.pos0, by_pool.data(), scratch);
     for (int64_t h = 0; h < c.n_head_kv; ++h)
       attention_heads_here(shape, kv, q.data(), c.pos0, h, here.data(), scratch.scores[0].data());
     EXPECT_EQ(0, std::memcmp(by_pool.data(), here.data(), q.size() * sizeof(float)))

@@ -5,7 +5,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise.h"
 #include "cpu/rope.h"
-#include "quant/q4_0_groups.h"
+#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -64,7 +64,7 @@ void CpuBackend::attention(const AttentionWeights& w, int layer, int64_t pos0, K
   } else {
     attention_batch(w, kv, pos0, n, xq, xk, xv);
   }
-  matmul(pool_, w.o, scratch_.attention_out.data(), n, scratch_.projected.data(), scratch_.rows);
+  matmul(*pool_, w.o, scratch_.attention_out.data(), n, scratch_.projected.data(), scratch_.rows);
   for (int64_t i = 0; i < n * n_embd; ++i) hidden.data[i] += scratch_.projected[size_t(i)];
   invalidate_converted(hidden.data);
 }
@@ -76,9 +76,9 @@ void CpuBackend::attention_whole_groups(const AttentionWeights& w, const LayerKv
   const int64_t q_dim = shape_.n_head * head_dim, kv_dim = shape_.n_head_kv * head_dim;
   const RopeNeox rope(head_dim, shape_.rope_freq_base);
   const AttentionShape shape = attention_shape(shape_);
-  scratch_.attention.prepare(pool_.size(), kv.capacity);
+  scratch_.attention.prepare(pool_->size(), kv.capacity);
   const RopeNeox::Angles angles = rope.angles(pos0);
-  pool_.parallel_for(shape_.n_head_kv, [&](int64_t g, int thread) {
+  pool_->parallel_for(shape_.n_head_kv, [&](int64_t g, int thread) {
     const int64_t q_first = g * group * head_dim, kv_first = g * head_dim;
     const Matrix wq = row_range(w.q, q_first, group * head_dim),
                  wk = row_range(w.k, kv_first, head_dim), wv = row_range(w.v, kv_first, head_dim);
@@ -110,7 +110,7 @@ void CpuBackend::attention_batch(const AttentionWeights& w, const LayerKvView& k
   const MatmulJob jobs[] = {{&w.q, &xq, 0, n, q, q_dim},
                             {&w.k, &xk, 0, n, k, kv_dim},
                             {&w.v, &xv, 0, n, v, kv_dim}};
-  run_matmuls(pool_, jobs);
+  run_matmuls(*pool_, jobs);
   add_bias(q, n, w.q_bias, 0, q_dim);
   add_bias(k, n, w.k_bias, 0, kv_dim);
   add_bias(v, n, w.v_bias, 0, kv_dim);
@@ -123,7 +123,7 @@ void CpuBackend::attention_batch(const AttentionWeights& w, const LayerKvView& k
     rope.apply(k + t * kv_dim, shape_.n_head_kv, angles);
     kv.store(pos0 + t, k + t * kv_dim, v + t * kv_dim);
   }
-  strata::attention(pool_, attention_shape(shape_), kv, q, n, pos0,
+  strata::attention(*pool_, attention_shape(shape_), kv, q, n, pos0,
                     scratch_.attention_out.data(), scratch_.attention);
 }
 

@@ -13,15 +13,18 @@
 
 namespace strata {
 
-std::unique_ptr<Backend> make_cpu_backend(const ModelShape& shape, int n_threads) {
-  return std::make_unique<CpuBackend>(shape, n_threads);
+Result<std::unique_ptr<Backend>> make_cpu_backend(const ModelShape& shape,
+                                                  const WeightFormats& formats, int n_threads) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::start(n_threads));
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(shape, formats, std::move(pool)));
 }
 
-CpuBackend::CpuBackend(const ModelShape& shape, int n_threads)
-    : shape_(shape), pool_(n_threads) {}
+CpuBackend::CpuBackend(const ModelShape& shape, const WeightFormats& formats,
+                       std::unique_ptr<ThreadPool> pool)
+    : shape_(shape), formats_(formats), pool_(std::move(pool)) {}
 
 std::string CpuBackend::describe() const {
-  return fmt::format("cpu: {} threads, {} kernels", pool_.size(), simd_kernels_name());
+  return fmt::format("cpu: {} threads, {} kernels", pool_->size(), simd_kernels_name());
 }
 
 Result<std::unique_ptr<KvCache>> CpuBackend::make_kv_cache(int64_t n_ctx) {
@@ -42,7 +45,7 @@ Result<std::unique_ptr<ExpertSlotMemory>> CpuBackend::make_expert_slot_memory(
 }
 
 uint64_t CpuBackend::scratch_bytes(const ScratchShape& shape) const {
-  return CpuScratch::bytes_for(shape_, shape, pool_.size());
+  return CpuScratch::bytes_for(shape_, formats_, shape, pool_->size());
 }
 
 void CpuBackend::release_scratch() {
@@ -54,7 +57,7 @@ void CpuBackend::release_scratch() {
 BatchActivations& CpuBackend::begin_batch(int64_t n_tokens) {
   if (n_tokens > allocated_.max_tokens) {
     allocated_ = ScratchShape{.max_tokens = n_tokens};
-    scratch_.allocate(shape_, allocated_, pool_.size());
+    scratch_.allocate(shape_, formats_, allocated_, pool_->size());
   }
   auto rows = [&](std::vector<float>& buffer) {
     return Activations{buffer.data(), n_tokens, shape_.n_embd};
@@ -73,7 +76,7 @@ const ConvertedRows& CpuBackend::converted(Activations x, QuantType type) {
   ConvertedRows& rows = scratch_.converted[slot];
   if (!converted_valid_[slot]) {
     reshape_rows(rows, type, x.n_rows, x.width);
-    convert_rows(pool_, x.data, x.width, 0, x.n_rows, rows);
+    convert_rows(*pool_, x.data, x.width, 0, x.n_rows, rows);
     converted_valid_[slot] = true;
   }
   return rows;
@@ -105,7 +108,7 @@ RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRe
   const int k = request.k;
   const MatmulJob job{&router, &converted(x, quant_traits(router.type).vec_dot_type), 0, n,
                       scratch_.router_logits.data(), n_expert};
-  run_matmuls(pool_, {&job, 1});
+  run_matmuls(*pool_, {&job, 1});
   const bool cache_aware = request.moce_bonus != 0.0f;
   const int protect = std::clamp(request.moce_protect, 0, k);
   float* scores = scratch_.moce_scores.data();
@@ -137,7 +140,7 @@ RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRe
 
 std::span<const int32_t> CpuBackend::rank_experts(const Matrix& router, Activations x, int count) {
   const int64_t n = x.n_rows, n_expert = router.n_out;
-  matmul(pool_, router, x.data, n, scratch_.rank_logits.data(), scratch_.rows);
+  matmul(*pool_, router, x.data, n, scratch_.rank_logits.data(), scratch_.rows);
   for (int64_t t = 0; t < n; ++t)
     top_k(scratch_.rank_logits.data() + t * n_expert, n_expert, count,
           scratch_.ranked.data() + t * count);
@@ -145,6 +148,8 @@ std::span<const int32_t> CpuBackend::rank_experts(const Matrix& router, Activati
 }
 
 std::span<const float> CpuBackend::product_of_row(const Matrix& w, Activations x, int64_t row) {
+  // Sized by its first use (from empty: exactly), as begin_batch() does not know the products.
+  if (scratch_.row_product.size() < size_t(w.n_out)) scratch_.row_product.resize(size_t(w.n_out));
   // One token's product: on this thread, a pool dispatch would cost more.
   run_matmul_here({&w, &converted(x, quant_traits(w.type).vec_dot_type), row, 1,
                    scratch_.row_product.data(), w.n_out});
@@ -166,7 +171,7 @@ void CpuBackend::logits(const Vector& norm, const Matrix& output, Activations hi
   const Activations normed{scratch_.normed.data(), n_rows, hidden.width};
   rms_norm(norm, {hidden.data + first_row * hidden.width, n_rows, hidden.width}, normed);
   logits.resize(size_t(n_rows * output.n_out));
-  matmul(pool_, output, normed.data, n_rows, logits.data(), scratch_.rows);
+  matmul(*pool_, output, normed.data, n_rows, logits.data(), scratch_.rows);
 }
 
 }  // namespace strata

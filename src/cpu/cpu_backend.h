@@ -8,20 +8,25 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/weight_formats.h"
 #include "cpu/cpu_kv_cache.h"
 #include "cpu/cpu_scratch.h"
 #include "cpu/thread_pool.h"
 
 namespace strata {
 
-std::unique_ptr<Backend> make_cpu_backend(const ModelShape& shape, int n_threads);
+// A CPU backend for a model of `shape` whose weights are in `formats`, on n_threads threads
+// (the caller's included); an error when the threads cannot start.
+Result<std::unique_ptr<Backend>> make_cpu_backend(const ModelShape& shape,
+                                                  const WeightFormats& formats, int n_threads);
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const ModelShape& shape, int n_threads);
+  CpuBackend(const ModelShape& shape, const WeightFormats& formats,
+             std::unique_ptr<ThreadPool> pool);
 
   std::string describe() const override;
-  int n_threads() const override { return pool_.size(); }
+  int n_threads() const override { return pool_->size(); }
   // The ops read host memory where the weights already are.
   Status place(const void*, size_t) override { return Status(); }
   Result<std::unique_ptr<KvCache>> make_kv_cache(int64_t n_ctx) override;
@@ -51,9 +56,9 @@ class CpuBackend final : public Backend {
   void add(Activations x, Activations y) override;
   void logits(const Vector& norm, const Matrix& output, Activations hidden, int64_t first_row,
               std::vector<float>& logits) override;
-  void idle() override { pool_.rest(); }
+  void idle() override { pool_->rest(); }
   void spare_a_core_while(std::function<bool()> condition) override {
-    pool_.spare_a_core_while(std::move(condition));
+    pool_->spare_a_core_while(std::move(condition));
   }
 
  private:
@@ -68,7 +73,8 @@ class CpuBackend final : public Backend {
                        const ConvertedRows& xq, const ConvertedRows& xk, const ConvertedRows& xv);
 
   ModelShape shape_;
-  ThreadPool pool_;
+  WeightFormats formats_;
+  std::unique_ptr<ThreadPool> pool_;
   CpuScratch scratch_;
   ScratchShape allocated_{.max_tokens = 0};  // what scratch_ holds now; 0 tokens: nothing
   BatchActivations batch_;

@@ -75,7 +75,7 @@ void CpuBackend::compute_experts(std::span<const ExpertJob> jobs) {
   const bool whole_experts =
       batch_.hidden.n_rows == 1 && unit_bytes(jobs[0]) <= kWholeExpertTaskBytes;
   if (whole_experts) {
-    pool_.parallel_for(int64_t(jobs.size()), [&](int64_t i, int) {
+    pool_->parallel_for(int64_t(jobs.size()), [&](int64_t i, int) {
       const ExpertJob& j = jobs[size_t(i)];
       run_matmul_here(gate_job(j));
       run_matmul_here(up_job(j));
@@ -90,14 +90,14 @@ void CpuBackend::compute_experts(std::span<const ExpertJob> jobs) {
     products.push_back(gate_job(j));
     products.push_back(up_job(j));
   }
-  run_matmuls(pool_, products);
+  run_matmuls(*pool_, products);
   products.clear();
   for (const ExpertJob& j : jobs) {
     activate(j);
-    convert_rows(pool_, gate_out, n_ff, j.first_row, j.n_rows, activations);
+    convert_rows(*pool_, gate_out, n_ff, j.first_row, j.n_rows, activations);
     products.push_back(down_job(j));
   }
-  run_matmuls(pool_, products);
+  run_matmuls(*pool_, products);
 }
 
 void CpuBackend::mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights,
@@ -124,9 +124,9 @@ void CpuBackend::shared_expert(const SharedExpertWeights& w, Activations x, Acti
       {&w.gate, &converted(x, activation_type(w.gate)), 0, n, gate, n_ff},
       {&w.up, &converted(x, activation_type(w.up)), 0, n, up, n_ff},
       {&gate_input, &converted(x, QuantType::kF32), 0, n, scale, 1}};
-  run_matmuls(pool_, jobs);
+  run_matmuls(*pool_, jobs);
   silu_mul(gate, up, n * n_ff, gate);
-  matmul(pool_, w.down, gate, n, down, scratch_.rows);
+  matmul(*pool_, w.down, gate, n, down, scratch_.rows);
   for (int64_t t = 0; t < n; ++t) {
     const float s = sigmoid(scale[t]);
     for (int64_t i = 0; i < n_embd; ++i) moe_out.data[t * n_embd + i] += down[t * n_embd + i] * s;

@@ -1,10 +1,10 @@
 // The CPU backend's scratch: every buffer a forward batch uses, listed once (visit()), so that
 // allocating it, releasing it and the memory plan's count of it cannot disagree.
 //
-// Buffers are allocated for a batch size at once, never grown by steps (a std::vector grown by
-// resize() may take twice what it holds), so the memory plan's line is what is allocated, except
-// that converted activation rows are counted at 4 bytes a value (F32, the widest activation
-// format) whatever format the weights take.
+// Buffers are allocated for a batch size at once and never grown by steps (a std::vector grown
+// by resize() may take twice what it holds); activations converted for the weights' dot
+// products are sized by the formats those weights are in. The memory plan's line is then what is
+// allocated.
 #pragma once
 
 #include <array>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/weight_formats.h"
 #include "cpu/attention.h"
 #include "cpu/matmul.h"
 
@@ -27,27 +28,30 @@ struct CpuScratch {
   // read-ahead rankings: logits [tokens][n_expert], top experts [tokens][n_expert] at most.
   std::vector<float> router_logits, pick_weights, moce_scores, rank_logits;
   std::vector<int32_t> picks, ranked;
-  std::vector<float> row_product;  // [next_visit_scores]
+  std::vector<float> row_product;  // [next_visit_scores], sized by its first product
   // Routed experts: [tokens * k][n_ff] gate and up outputs, [tokens * k][n_embd] down outputs.
   std::vector<float> gate_out, up_out, down_out;
   // The shared expert: [tokens][n_ff_shared] gate and up, [tokens][n_embd] down, [tokens] scale.
   std::vector<float> shared_gate_out, shared_up_out, shared_down_out, shared_scale;
-  // Activations converted to the weights' vec_dot_type: the FFN input per format (at most
-  // kConvertedFormats at once), the experts' gathered inputs and down-projection inputs, and
-  // one general-purpose set.
-  static constexpr int kConvertedFormats = 3;
+  // Activations converted to the weights' vec_dot_type: a layer's inputs per format, the
+  // experts' gathered inputs and down-projection inputs, and the general-purpose rows that
+  // matmul() converts into.
   std::array<ConvertedRows, 32> converted;  // indexed by QuantType id
   ConvertedRows gathered_gate, gathered_up, expert_activations, rows;
   AttentionScratch attention;
 
-  // Allocates every buffer for batches of `tokens` (what was allocated before is freed first).
-  void allocate(const ModelShape& model, const ScratchShape& shape, int n_threads);
+  // Allocates every buffer for batches of `shape.max_tokens` (what was allocated before is
+  // freed first).
+  void allocate(const ModelShape& model, const WeightFormats& formats, const ScratchShape& shape,
+                int n_threads);
   void release();
-  static uint64_t bytes_for(const ModelShape& model, const ScratchShape& shape, int n_threads);
+  static uint64_t bytes_for(const ModelShape& model, const WeightFormats& formats,
+                            const ScratchShape& shape, int n_threads);
 
  private:
   template <class Visitor>
-  void visit(const ModelShape& model, const ScratchShape& shape, Visitor&& visitor);
+  void visit(const ModelShape& model, const WeightFormats& formats, const ScratchShape& shape,
+             Visitor&& visitor);
 };
 
 }  // namespace strata

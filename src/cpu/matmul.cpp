@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "base/check.h"
-#include "quant/q4_0_groups.h"
+#include "cpu/kernels/format_kernels.h"
+#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -72,8 +73,7 @@ void group_in_shared_rows(ThreadPool& pool, std::span<const MatmulJob> jobs) {
 }
 
 // The outputs of one tile: its rows for its tokens.
-void compute_tile(const MatmulJob& job, VecDotFn vec_dot, VecDotRowsFn rows_kernel,
-                  const Tile& tile) {
+void compute_tile(const MatmulJob& job, const FormatKernels& kernels, const Tile& tile) {
   const int n_cols = int(tile.token_end - tile.token_begin);
   const uint8_t* x = job.x->row(job.x_first + tile.token_begin);
   const size_t row_bytes = job.w->row_bytes();
@@ -89,14 +89,15 @@ void compute_tile(const MatmulJob& job, VecDotFn vec_dot, VecDotRowsFn rows_kern
     return;
   }
   // One token (decode): the tile's rows in one call, straight into y's contiguous row.
-  if (n_cols == 1 && rows_kernel != nullptr) {
-    rows_kernel(job.w->n_in, job.w->row(tile.row_begin), row_bytes,
-                int(tile.row_end - tile.row_begin), x, y);
+  if (n_cols == 1 && kernels.vec_dot_rows != nullptr) {
+    kernels.vec_dot_rows(job.w->n_in, job.w->row(tile.row_begin), row_bytes,
+                         int(tile.row_end - tile.row_begin), x, y);
     return;
   }
   float out[kTokensPerTask];
   for (int64_t r = tile.row_begin; r < tile.row_end; ++r) {
-    vec_dot(job.w->n_in, job.w->data + size_t(r) * row_bytes, x, job.x->row_stride, n_cols, out);
+    kernels.vec_dot(job.w->n_in, job.w->data + size_t(r) * row_bytes, x, job.x->row_stride, n_cols,
+                    out);
     for (int c = 0; c < n_cols; ++c) job.y[(tile.token_begin + c) * job.y_stride + r] = out[c];
   }
 }
@@ -117,9 +118,9 @@ void reshape_rows(ConvertedRows& out, QuantType type, int64_t n_rows, int64_t n_
 void convert_rows_here(const float* x, int64_t x_stride, int64_t first, int64_t count,
                        ConvertedRows& out) {
   STRATA_CHECK_LE(first + count, out.n_rows);
-  const QuantTraits& traits = quant_traits(out.type);
+  const QuantizeRowFn quantize_row = format_kernels(out.type).quantize_row;
   for (int64_t r = first; r < first + count; ++r)
-    traits.quantize_row(x + r * x_stride, out.bytes.data() + size_t(r) * out.row_stride, out.n_in);
+    quantize_row(x + r * x_stride, out.bytes.data() + size_t(r) * out.row_stride, out.n_in);
 }
 
 void convert_rows(ThreadPool& pool, const float* x, int64_t x_stride, int64_t first, int64_t count,
@@ -133,23 +134,18 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   // Reused across calls (a thread_local would be another thread's inside the workers, so the
   // lambda below sees these through plain references).
   thread_local std::vector<Tile> tile_storage;
-  thread_local std::vector<VecDotFn> kernel_storage;
-  thread_local std::vector<VecDotRowsFn> rows_kernel_storage;
+  thread_local std::vector<const FormatKernels*> kernel_storage;
   std::vector<Tile>& tiles = tile_storage;
-  std::vector<VecDotFn>& kernels = kernel_storage;
-  std::vector<VecDotRowsFn>& rows_kernels = rows_kernel_storage;
+  std::vector<const FormatKernels*>& kernels = kernel_storage;
   tiles.clear();
   kernels.clear();
-  rows_kernels.clear();
   const size_t bytes = task_bytes(jobs, pool.size());
   group_in_shared_rows(pool, jobs);
   for (size_t j = 0; j < jobs.size(); ++j) {
     const MatmulJob& job = jobs[j];
-    const QuantTraits& traits = quant_traits(job.w->type);
-    STRATA_CHECK(job.x->type == traits.vec_dot_type);
+    STRATA_CHECK(job.x->type == quant_traits(job.w->type).vec_dot_type);
     STRATA_CHECK(!job.w->grouped_rows || groups_rows(job.w->type, job.w->n_out));
-    kernels.push_back(traits.vec_dot());
-    rows_kernels.push_back(traits.vec_dot_rows());
+    kernels.push_back(&format_kernels(job.w->type));
     const int64_t rows = rows_per_task(bytes, *job.w);
     for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
       for (int64_t r = 0; r < job.w->n_out; r += rows)
@@ -158,20 +154,18 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   }
   pool.parallel_for(int64_t(tiles.size()), [&](int64_t index, int) {
     const Tile& tile = tiles[size_t(index)];
-    compute_tile(jobs[size_t(tile.job)], kernels[size_t(tile.job)], rows_kernels[size_t(tile.job)],
-                 tile);
+    compute_tile(jobs[size_t(tile.job)], *kernels[size_t(tile.job)], tile);
   });
 }
 
 void run_matmul_here(const MatmulJob& job) {
-  const QuantTraits& traits = quant_traits(job.w->type);
-  STRATA_CHECK(job.x->type == traits.vec_dot_type);
+  STRATA_CHECK(job.x->type == quant_traits(job.w->type).vec_dot_type);
   STRATA_CHECK(!job.w->grouped_rows || groups_rows(job.w->type, job.w->n_out));
   if (job.w->group_before_use && !tiles_own_their_rows(job))
     group_q4_0_rows(mutable_rows(*job.w, 0), job.w->n_in, job.w->n_out);
+  const FormatKernels& kernels = format_kernels(job.w->type);
   for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
-    compute_tile(job, traits.vec_dot(), traits.vec_dot_rows(),
-                 {0, 0, job.w->n_out, t, std::min(t + kTokensPerTask, job.n_tokens)});
+    compute_tile(job, kernels, {0, 0, job.w->n_out, t, std::min(t + kTokensPerTask, job.n_tokens)});
 }
 
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y,

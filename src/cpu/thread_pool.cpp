@@ -3,24 +3,38 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <system_error>
 
 #include "base/check.h"
 
 namespace strata {
 namespace {
-// About 20 us of spinning (a pause takes 20 ns on the AMD EPYC host, ~40 on Intel's 140-cycle
+// About 20 us of spinning (a pause takes 20 ns on epyc-2a, ~40 on Intel's 140-cycle
 // pause): longer than the gap between two kernels of one layer, short enough that a thread
 // waiting for a core another thread of ours needs (more threads than cores, or I/O threads)
-// soon gets out of the way on a futex. Spinning half as long as before (2000), and not at all
-// while the compute thread waits for a read (rest()), streamed strata-tiny-moe at a 25 % arena
-// in 2.16 ms a token against 2.64 (medians of 4 alternated runs; each change alone: 2.41 and
-// 2.37); resident decode lost 1 % (README, "Streaming experts").
+// soon gets out of the way on a futex. Measured with rest(): docs/streaming-speed.md.
 constexpr int kSpinIterations = 1000;
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
-  STRATA_CHECK(n_threads >= 1);
-  for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+int ThreadPool::default_threads() {
+  return std::clamp(int(std::thread::hardware_concurrency()), 1, kMaxThreads);
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::start(int n_threads) {
+  if (n_threads < 1 || n_threads > kMaxThreads)
+    return Status::errorf("{} compute threads: from 1 to {}", n_threads, kMaxThreads);
+  std::unique_ptr<ThreadPool> pool(new ThreadPool());
+  pool->workers_.reserve(size_t(n_threads - 1));
+  for (int t = 1; t < n_threads; ++t) {
+    try {
+      pool->workers_.emplace_back([pool = pool.get(), t] { pool->worker_loop(t); });
+    } catch (const std::system_error& error) {
+      // The destructor stops and joins the workers started so far.
+      return Status::errorf("cannot start compute thread {} of {}: {}", t + 1, n_threads,
+                            error.code().message());
+    }
+  }
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {

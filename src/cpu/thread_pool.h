@@ -16,9 +16,12 @@
 // core that the I/O threads need.
 #pragma once
 
+#include <strata/status.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -26,8 +29,15 @@ namespace strata {
 
 class ThreadPool {
  public:
-  // n_threads >= 1, the caller included.
-  explicit ThreadPool(int n_threads);
+  // At most this many threads, the caller included: ggml's GGML_MAX_N_THREADS.
+  static constexpr int kMaxThreads = 512;
+
+  // n_threads, the caller included: 1 to kMaxThreads, else an error. An error also names the
+  // thread that could not start (the system's limit on threads, or on memory for their
+  // stacks); the ones started are stopped.
+  static Result<std::unique_ptr<ThreadPool>> start(int n_threads);
+  // One per core, at most kMaxThreads: what a thread count of 0 stands for.
+  static int default_threads();
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -53,6 +63,7 @@ class ThreadPool {
   }
 
  private:
+  ThreadPool() = default;
   void worker_loop(int thread);
   // Runs tasks of job `job` until it has none left to hand out.
   void run_tasks(uint32_t job, int thread);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda_backend.h"
+#include "backend/weight_formats.h"
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_test_support.h"
 
@@ -51,6 +52,7 @@ struct RandomWeights {
   AttentionWeights attention;
   SharedExpertWeights shared;
   std::vector<Matrix> gate, up, down;  // per expert
+  WeightFormats formats;  // as the CPU backend sizes its scratch by them
 
   Matrix matrix(QuantType type, int64_t n_in, int64_t n_out, uint32_t seed) {
     storage.push_back(random_rows(type, n_out, n_in, seed));
@@ -90,6 +92,13 @@ struct RandomWeights {
       up.push_back(matrix(type, s.n_embd, s.n_ff_expert, uint32_t(101 + 3 * e)));
       down.push_back(matrix(type, s.n_ff_expert, s.n_embd, uint32_t(102 + 3 * e)));
     }
+    formats.output = type;
+    formats.layers.assign(size_t(s.n_layer), LayerFormats{.q = type, .k = type, .v = type,
+                                                          .o = type, .router = QuantType::kF32,
+                                                          .gate = type, .up = type, .down = type,
+                                                          .shared_expert = true,
+                                                          .shared_gate = type, .shared_up = type,
+                                                          .shared_down = type});
   }
 
   void place_on(Backend& backend) {
@@ -189,11 +198,13 @@ TEST_P(GpuBackendOps, ComputeWhatTheCpuBackendComputes) {
       {.k = 4, .renormalize = true},
       {.k = 4, .renormalize = false, .moce_bonus = 0.5f, .moce_protect = 1, .resident = resident}};
   for (const RouteRequest& request : requests) {
-    const std::unique_ptr<Backend> cpu = make_cpu_backend(shape, 2);
+    auto cpu_backend = make_cpu_backend(shape, weights.formats, 2);
+    ASSERT_TRUE(cpu_backend.ok()) << cpu_backend.status().message();
+    Backend& cpu = *cpu_backend.value();
     auto gpu = make_cuda_backend(shape, 0);
     ASSERT_TRUE(gpu.ok()) << gpu.status().message();
     weights.place_on(*gpu.value());
-    const LayerOutputs expected = run_layer(*cpu, weights, shape, request);
+    const LayerOutputs expected = run_layer(cpu, weights, shape, request);
     const LayerOutputs ours = run_layer(*gpu.value(), weights, shape, request);
     const LayerOutputs again = run_layer(*gpu.value(), weights, shape, request);
     for (size_t c = 0; c < expected.attended.size(); ++c) {

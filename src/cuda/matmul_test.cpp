@@ -15,7 +15,8 @@
 #include "cuda/cuda_test_support.h"
 #include "cuda/matmul.h"
 #include "base/cpu_features.h"
-#include "quant/q4_0_groups.h"
+#include "cpu/kernels/q4_0_groups.h"
+#include "cpu/kernels/simd_kernels.h"
 
 namespace strata::cuda {
 namespace {
@@ -83,9 +84,15 @@ DeviceActivations convert_on_device(QuantType type, const std::vector<float>& x,
   const auto bytes = to_host<uint8_t>(a.values, halves ? 2 * values : values);
   EXPECT_EQ(std::memcmp(bytes.data(), reference.values.data(), bytes.size()), 0)
       << quant_traits(type).name << " quants";
-  if (!halves) EXPECT_EQ(to_host<float>(a.d, values / 32), reference.d) << quant_traits(type).name;
-  if (type == QuantType::kQ8_1) EXPECT_EQ(to_host<float>(a.s, values / 32), reference.s);
-  if (type == QuantType::kQ8_K) EXPECT_EQ(to_host<int16_t>(a.bsums, values / 16), reference.bsums);
+  if (!halves) {
+    EXPECT_EQ(to_host<float>(a.d, values / 32), reference.d) << quant_traits(type).name;
+  }
+  if (type == QuantType::kQ8_1) {
+    EXPECT_EQ(to_host<float>(a.s, values / 32), reference.s);
+  }
+  if (type == QuantType::kQ8_K) {
+    EXPECT_EQ(to_host<int16_t>(a.bsums, values / 16), reference.bsums);
+  }
   return a;
 }
 
@@ -128,7 +135,7 @@ TEST_P(GpuMatmul, ProductsAreTheReferenceDotProducts) {
             for (int64_t c = 0; c < cols; ++c) {
               const auto& w = t == 0 ? first : second;
               float expected;
-              traits.vec_dot_scalar(n, w.data() + size_t(r) * row_bytes,
+              traits.vec_dot_reference(n, w.data() + size_t(r) * row_bytes,
                                     x_bytes.data() + size_t(t * cols + c) * x_stride, x_stride, 1,
                                     &expected);
               double magnitude;
@@ -209,7 +216,7 @@ TEST_P(GpuMatmulCpuOrder, RepeatsTheCpuKernelsBitForBit) {
       } else {
         std::vector<float> column(static_cast<size_t>(cols));
         for (int64_t r = 0; r < kOut; ++r) {
-          traits.vec_dot_avx2(kN, rows.data() + size_t(r) * row_bytes, x_bytes.data(), x_stride,
+          find_simd_kernels(type)->dot_avx2(kN, rows.data() + size_t(r) * row_bytes, x_bytes.data(), x_stride,
                               int(cols), column.data());
           for (int64_t c = 0; c < cols; ++c) expected[size_t(c * kOut + r)] = column[size_t(c)];
         }

@@ -9,7 +9,7 @@
 #include "cuda/activation_chunks.h"
 #include "cuda/cuda_test_support.h"
 #include "cuda/weight_chunks.h"
-#include "quant/q4_0_groups.h"
+#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata::cuda {
 namespace {
@@ -65,7 +65,7 @@ TEST_P(WeightChunks, DotProductsAreTheReferencesToFloatRounding) {
       using F = decltype(format);
       for (int64_t r = 0; r < kRows; ++r) {
         float expected[kCols];
-        traits.vec_dot_scalar(n, rows.data() + size_t(r) * traits.row_bytes(n), x_bytes.data(),
+        traits.vec_dot_reference(n, rows.data() + size_t(r) * traits.row_bytes(n), x_bytes.data(),
                               x_bytes.size() / kCols, kCols, expected);
         for (int64_t c = 0; c < kCols; ++c) {
           double magnitude;
@@ -168,10 +168,15 @@ TEST(ActivationChunks, ConvertersMatchTheReferenceBitForBit) {
     const size_t value_bytes = type == QuantType::kF16 || type == QuantType::kBF16 ? 2 * kN : kN;
     EXPECT_EQ(std::memcmp(ours.values.data(), reference.values.data(), value_bytes), 0)
         << quant_traits(type).name;
-    if (type == QuantType::kQ8_0 || type == QuantType::kQ8_1 || type == QuantType::kQ8_K)
+    if (type == QuantType::kQ8_0 || type == QuantType::kQ8_1 || type == QuantType::kQ8_K) {
       EXPECT_EQ(ours.d, reference.d) << quant_traits(type).name;
-    if (type == QuantType::kQ8_1) EXPECT_EQ(ours.s, reference.s);
-    if (type == QuantType::kQ8_K) EXPECT_EQ(ours.bsums, reference.bsums);
+    }
+    if (type == QuantType::kQ8_1) {
+      EXPECT_EQ(ours.s, reference.s);
+    }
+    if (type == QuantType::kQ8_K) {
+      EXPECT_EQ(ours.bsums, reference.bsums);
+    }
   }
 }
 

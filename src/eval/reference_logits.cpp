@@ -37,10 +37,25 @@ Status write_window_tokens(const std::string& dir, const Suite& suite,
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return Status::errorf("{}: cannot create: {}", dir, error.message());
-  for (size_t i = 0; i < suite.windows.size(); ++i)
-    STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir, suite.windows[i].id + ".tokens.json"),
-                                                 tokens_json(fed_tokens(tokens[i]))));
+  const std::vector<std::string> paths = window_tokens_files(dir, suite);
+  for (size_t i = 0; i < paths.size(); ++i)
+    STRATA_RETURN_IF_ERROR(write_file_atomically(paths[i], tokens_json(fed_tokens(tokens[i]))));
   return Status();
+}
+
+std::vector<std::string> window_tokens_files(const std::string& dir, const Suite& suite) {
+  std::vector<std::string> paths;
+  for (const SuiteWindow& window : suite.windows)
+    paths.push_back(path_in(dir, window.id + ".tokens.json"));
+  return paths;
+}
+
+std::vector<std::string> reference_files(const std::string& dir, const Suite& suite) {
+  std::vector<std::string> paths = {path_in(dir, kManifest)};
+  for (const SuiteWindow& window : suite.windows)
+    for (const char* suffix : {".tokens.json", ".logits.bin", ".topk.bin"})
+      paths.push_back(path_in(dir, window.id + suffix));
+  return paths;
 }
 
 Result<ReferenceReader> ReferenceReader::open(const std::string& dir, const Suite& suite,
@@ -51,6 +66,11 @@ Result<ReferenceReader> ReferenceReader::open(const std::string& dir, const Suit
   const std::string manifest_path = path_in(dir, kManifest);
   if (!fs::exists(manifest_path)) {
     if (!fs::is_directory(dir)) return Status::errorf("{}: no such directory", dir);
+    // Refused before any scoring, so that a half-written directory is never half read.
+    for (const SuiteWindow& w : suite.windows)
+      if (!fs::exists(path_in(dir, w.id + ".logits.bin")))
+        return Status::errorf("{}: no {} and no {}.logits.bin: not a complete reference", dir,
+                              kManifest, w.id);
     reader.description_ = {{"logits_dir", dir}, {"manifest", false}};
     return reader;
   }
@@ -90,13 +110,27 @@ Result<ReferenceRows> ReferenceReader::read(const SuiteWindow& window,
 }
 
 Result<ReferenceWriter> ReferenceWriter::create(const std::string& dir, int64_t n_vocab, int top_k,
-                                                nlohmann::json description) {
+                                                nlohmann::json description, bool replace) {
   STRATA_CHECK(top_k >= 0 && top_k <= n_vocab);
+  // "ref/" names the directory "ref": the partial one goes beside it, not inside.
+  const fs::path target = fs::path(dir).lexically_normal();
+  const fs::path named = target.has_filename() ? target : target.parent_path();
   std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) return Status::errorf("{}: cannot create: {}", dir, error.message());
+  if (!replace && fs::exists(named, error) &&
+      !(fs::is_directory(named) && fs::is_empty(named, error)))
+    return Status::errorf("{}: already exists; --force replaces it", dir);
+  if (replace && fs::exists(named, error) && !fs::is_directory(named))
+    return Status::errorf("{}: not a directory", dir);
+  if (const fs::path parent = named.parent_path(); !parent.empty() && !fs::is_directory(parent))
+    return Status::errorf("{}: no such directory", parent.string());
   ReferenceWriter writer;
-  writer.dir_ = dir;
+  writer.partial_ = TemporaryPath(fmt::format("{}.partial-{}", named.string(), ::getpid()),
+                                  TemporaryPath::Kind::kDirectory);
+  if (!fs::create_directory(writer.partial_.path(), error) || error)
+    return Status::errorf("{}: cannot create: {}", writer.partial_.path(),
+                          error ? error.message() : "it exists");
+  writer.dir_ = named.string();
+  writer.replace_ = replace;
   writer.n_vocab_ = n_vocab;
   writer.top_k_ = top_k;
   writer.description_ = std::move(description);
@@ -107,11 +141,12 @@ Status ReferenceWriter::write(const SuiteWindow& window, std::span<const int32_t
                               std::span<const float> full_rows) {
   STRATA_CHECK_EQ(int64_t(window_tokens.size()), window.length());
   STRATA_CHECK_EQ(full_rows.size(), size_t(window.scored * n_vocab_));
-  STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir_, window.id + ".tokens.json"),
+  const std::string& dir = partial_.path();
+  STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir, window.id + ".tokens.json"),
                                                tokens_json(fed_tokens(window_tokens))));
   if (top_k_ == 0) {
     STRATA_RETURN_IF_ERROR(write_file_atomically(
-        path_in(dir_, window.id + ".logits.bin"),
+        path_in(dir, window.id + ".logits.bin"),
         {reinterpret_cast<const uint8_t*>(full_rows.data()), full_rows.size_bytes()}));
   } else {
     std::string bytes;
@@ -125,18 +160,44 @@ Status ReferenceWriter::write(const SuiteWindow& window, std::span<const int32_t
         bytes.append(reinterpret_cast<const char*>(&row.log_probs[size_t(i)]), 4);
       }
     }
-    STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir_, window.id + ".topk.bin"), bytes));
+    STRATA_RETURN_IF_ERROR(write_file_atomically(path_in(dir, window.id + ".topk.bin"), bytes));
   }
   windows_.push_back(
       {{"id", window.id}, {"tokens_fnv1a64", window.tokens_fnv1a64}, {"scored", window.scored}});
   return Status();
 }
 
-Status ReferenceWriter::finish() const {
+Status ReferenceWriter::finish() {
   const nlohmann::json manifest = {{"format", kReferenceFormat}, {"version", kReferenceVersion},
                                    {"n_vocab", n_vocab_},        {"top_k", top_k_},
                                    {"reference", description_},  {"windows", windows_}};
-  return write_file_atomically(path_in(dir_, kManifest), manifest.dump(1) + "\n");
+  STRATA_RETURN_IF_ERROR(
+      write_file_atomically(path_in(partial_.path(), kManifest), manifest.dump(1) + "\n"));
+  // Over an empty directory of that name too (rename(2) replaces one); a full one is moved
+  // aside first and removed once the new one is in place.
+  std::error_code error;
+  TemporaryPath previous;
+  if (replace_ && fs::exists(dir_, error) && !fs::is_empty(dir_, error)) {
+    previous = TemporaryPath(fmt::format("{}.previous-{}", dir_, ::getpid()),
+                             TemporaryPath::Kind::kDirectory);
+    fs::rename(dir_, previous.path(), error);
+    if (error)
+      return Status::errorf("{}: cannot move the previous reference aside: {}", dir_,
+                            error.message());
+  }
+  fs::rename(partial_.path(), dir_, error);
+  if (error) {
+    const std::string message = fmt::format("{}: cannot rename {} into place: {}", dir_,
+                                            partial_.path(), error.message());
+    // The previous reference goes back where it was: nothing the user had is lost.
+    if (!previous.path().empty()) {
+      fs::rename(previous.path(), dir_, error);
+      if (!error) previous.release();
+    }
+    return Status::error(message);
+  }
+  partial_.release();
+  return Status();
 }
 
 }  // namespace strata::eval

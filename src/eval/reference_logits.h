@@ -24,7 +24,13 @@
 //   windows     [{"id", "tokens_fnv1a64", "scored"}]: the windows stored, checked against the
 //               suite's
 //
-// When <id>.tokens.json exists it must equal the window's tokens.
+// When <id>.tokens.json exists it must equal the window's tokens. Without a manifest, every
+// window's <id>.logits.bin must be there before anything is scored.
+//
+// --save-ref DIR is written as "DIR.partial-<pid>" beside DIR and renamed to DIR once its
+// manifest is written, so DIR is complete or absent: an error, Ctrl-C or SIGTERM removes the
+// partial directory (base/temporary_path.h), and a directory left by a crash holds no manifest
+// and lacks windows, which --ref-logits refuses.
 #pragma once
 
 #include <strata/status.h>
@@ -36,6 +42,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/temporary_path.h"
 #include "eval/metrics.h"
 #include "eval/suite.h"
 
@@ -50,6 +57,11 @@ struct ReferenceRows {
 // Writes <id>.tokens.json for every window (the input of `strata logits`).
 Status write_window_tokens(const std::string& dir, const Suite& suite,
                            const std::vector<std::vector<int32_t>>& tokens);
+// The files write_window_tokens() writes.
+std::vector<std::string> window_tokens_files(const std::string& dir, const Suite& suite);
+// Every file a reference directory may hold for `suite`: the manifest, and each window's
+// tokens, full rows and top-K rows. What ReferenceReader reads and ReferenceWriter may write.
+std::vector<std::string> reference_files(const std::string& dir, const Suite& suite);
 
 class ReferenceReader {
  public:
@@ -71,17 +83,22 @@ class ReferenceReader {
 
 class ReferenceWriter {
  public:
-  // top_k 0: full rows. Creates the directory.
+  // top_k 0: full rows. Creates the partial directory beside `dir`. Errors: `dir` exists and is
+  // not an empty directory while `replace` is false (--force), its parent does not exist. With
+  // `replace`, an existing `dir` gives way to the complete new one in finish(), not before.
   static Result<ReferenceWriter> create(const std::string& dir, int64_t n_vocab, int top_k,
-                                        nlohmann::json description);
+                                        nlohmann::json description, bool replace = false);
   // `full_rows`: [window.scored][n_vocab]; `window_tokens`: prompt + scored tokens.
   Status write(const SuiteWindow& window, std::span<const int32_t> window_tokens,
                std::span<const float> full_rows);
-  // Writes the manifest; a directory without one is incomplete.
-  Status finish() const;
+  // Writes the manifest and renames the directory into place (over an existing one with
+  // `replace`, which is removed once the new one is in place).
+  Status finish();
 
  private:
   std::string dir_;
+  TemporaryPath partial_;  // where the files are written until finish()
+  bool replace_ = false;
   int64_t n_vocab_ = 0;
   int top_k_ = 0;
   nlohmann::json description_;

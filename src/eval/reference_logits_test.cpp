@@ -112,14 +112,18 @@ TEST(ReferenceLogits, RefusesWhatDoesNotFitTheSuite) {
   const Fixture f;
   const auto dir = testing::scratch_dir("refusals");
   write_floats(dir / "d-000.logits.bin", std::span(f.fed_rows[0]).first(5 * kVocab));
+  // Without a manifest every window's rows must be there before anything is scored: a
+  // directory half written is refused as a whole.
+  const auto half = ReferenceReader::open(dir.string(), f.suite, kVocab);
+  ASSERT_FALSE(half.ok());
+  EXPECT_EQ(half.status().message(),
+            dir.string() + ": no reference.json and no d-001.logits.bin: not a complete reference");
+  write_floats(dir / "d-001.logits.bin", f.fed_rows[1]);
   const auto reader = ReferenceReader::open(dir.string(), f.suite, kVocab);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
   const auto short_rows = reader.value().read(f.suite.windows[0], f.tokens[0]);
   ASSERT_FALSE(short_rows.ok());
   EXPECT_NE(short_rows.status().message().find("d-000.logits.bin: "), std::string::npos);
-  const auto missing = reader.value().read(f.suite.windows[1], f.tokens[1]);
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("d-001.logits.bin: cannot open"), std::string::npos);
 
   std::ofstream(dir / "d-000.tokens.json") << "[1, 2, 3]";
   write_floats(dir / "d-000.logits.bin", f.fed_rows[0]);
@@ -128,17 +132,52 @@ TEST(ReferenceLogits, RefusesWhatDoesNotFitTheSuite) {
   EXPECT_NE(other_tokens.status().message().find("not the tokens of suite window d-000"),
             std::string::npos);
 
-  auto writer = ReferenceWriter::create(dir.string(), kVocab, 0, {});
+  // A manifest that lacks a window of the suite.
+  const auto stored = testing::scratch_dir("one-window") / "reference";
+  auto writer = ReferenceWriter::create(stored.string(), kVocab, 0, {});
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
   ASSERT_TRUE(writer.value().write(f.suite.windows[0], f.tokens[0], f.scored_rows(0)).ok());
   ASSERT_TRUE(writer.value().finish().ok());
-  const auto incomplete = ReferenceReader::open(dir.string(), f.suite, kVocab);
+  const auto incomplete = ReferenceReader::open(stored.string(), f.suite, kVocab);
   ASSERT_FALSE(incomplete.ok());
   EXPECT_NE(incomplete.status().message().find("no reference for window d-001"), std::string::npos);
   Suite changed = f.suite;
   changed.windows.resize(1);
   changed.windows[0].tokens_fnv1a64 = "0000000000000000";
-  EXPECT_FALSE(ReferenceReader::open(dir.string(), changed, kVocab).ok());
-  EXPECT_FALSE(ReferenceReader::open(dir.string(), f.suite, kVocab + 1).ok());
+  EXPECT_FALSE(ReferenceReader::open(stored.string(), changed, kVocab).ok());
+  EXPECT_FALSE(ReferenceReader::open(stored.string(), f.suite, kVocab + 1).ok());
+}
+
+// The directory appears when its manifest is written, never before; what was there is not
+// replaced, and a writer that does not finish leaves nothing.
+TEST(ReferenceLogits, WriterRenamesACompleteDirectoryIntoPlace) {
+  const Fixture f;
+  const auto parent = testing::scratch_dir("into-place");
+  const auto dir = parent / "reference";
+  {
+    auto writer = ReferenceWriter::create(dir.string() + "/", kVocab, 0, {});
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    ASSERT_TRUE(writer.value().write(f.suite.windows[0], f.tokens[0], f.scored_rows(0)).ok());
+    EXPECT_FALSE(std::filesystem::exists(dir));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(parent));  // the unfinished writer's directory is gone
+  auto writer = ReferenceWriter::create(dir.string(), kVocab, 0, {});
+  ASSERT_TRUE(writer.ok());
+  for (int w = 0; w < 2; ++w)
+    ASSERT_TRUE(writer.value()
+                    .write(f.suite.windows[size_t(w)], f.tokens[size_t(w)], f.scored_rows(w))
+                    .ok());
+  ASSERT_TRUE(writer.value().finish().ok());
+  EXPECT_TRUE(ReferenceReader::open(dir.string(), f.suite, kVocab).ok());
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(parent), {}), 1);
+  const auto again = ReferenceWriter::create(dir.string(), kVocab, 0, {});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().message(),
+            dir.string() + ": already exists; --force replaces it");
+  const auto orphan =
+      ReferenceWriter::create((parent / "no" / "reference").string(), kVocab, 0, {});
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_EQ(orphan.status().message(), (parent / "no").string() + ": no such directory");
 }
 
 TEST(ReferenceLogits, ManifestFieldsOfAnotherTypeAreRefused) {

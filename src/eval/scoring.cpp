@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/interrupt.h"
 #include "eval/reference_logits.h"
 #include "lab/provenance.h"
 
@@ -12,13 +13,13 @@ namespace strata::eval {
 namespace {
 
 // Opens a session whose context holds the suite's longest window (unless one was asked for).
-Result<std::unique_ptr<Session>> open_session(SessionOptions options, const Suite& suite,
+Result<std::unique_ptr<Session>> open_session(SessionOptions requested, const Suite& suite,
                                               ScoringMode mode) {
+  SessionOptions options = without_plan_notes(std::move(requested));
   int64_t longest = 0;
   for (const SuiteWindow& w : suite.windows) longest = std::max(longest, w.length());
   if (options.n_ctx == 0) options.n_ctx = longest;
   options.teacher_forced = mode == ScoringMode::kBatch;
-  options.quiet = true;
   STRATA_ASSIGN_OR_RETURN(auto session, Session::open(options));
   if (session->n_ctx() < longest)
     return Status::errorf("{}: context of {} tokens; the suite's windows need {} (--ctx)",
@@ -55,9 +56,9 @@ Result<ReferenceSource> open_reference(const ScoringConfig& config, const Suite&
   source.mode = config.reference_mode;
   STRATA_ASSIGN_OR_RETURN(source.session,
                           open_session(*config.reference_model, suite, config.reference_mode));
-  if (source.session->n_vocab() != n_vocab)
+  if (source.session->engine().n_vocab() != n_vocab)
     return Status::errorf("{}: {} logits per token, the candidate has {}",
-                          config.reference_model->model_path, source.session->n_vocab(), n_vocab);
+                          config.reference_model->model_path, source.session->engine().n_vocab(), n_vocab);
   STRATA_ASSIGN_OR_RETURN(description,
                           describe_model(*config.reference_model, config.reference_mode));
   if (!config.save_reference_dir.empty()) {
@@ -66,8 +67,9 @@ Result<ReferenceSource> open_reference(const ScoringConfig& config, const Suite&
                                                      : kDefaultTopK;
     if (top_k > n_vocab)
       return Status::errorf("--save-ref-top-k {}: the vocabulary has {} tokens", top_k, n_vocab);
-    STRATA_ASSIGN_OR_RETURN(auto writer, ReferenceWriter::create(config.save_reference_dir, n_vocab,
-                                                                 top_k, description));
+    STRATA_ASSIGN_OR_RETURN(
+        auto writer, ReferenceWriter::create(config.save_reference_dir, n_vocab, top_k,
+                                             description, config.replace_saved_reference));
     source.writer = std::move(writer);
   }
   return source;
@@ -99,7 +101,7 @@ CandidateStats candidate_stats(const Session& session) {
   out.decode_tokens = stats.decode_tokens;
   out.decode_ms = stats.decode_ms;
   out.decode_experts = stats.decode_experts();
-  out.description = session.describe();
+  out.description = session.engine().describe();
   return out;
 }
 
@@ -110,7 +112,7 @@ const char* mode_name(ScoringMode mode) { return mode == ScoringMode::kBatch ? "
 Status scored_logits(Session& session, std::span<const int32_t> window_tokens, int64_t prompt,
                      ScoringMode mode, std::vector<float>& rows) {
   STRATA_CHECK(prompt >= 1 && size_t(prompt) < window_tokens.size());
-  const size_t n_vocab = size_t(session.n_vocab());
+  const size_t n_vocab = size_t(session.engine().n_vocab());
   const size_t scored = window_tokens.size() - size_t(prompt);
   session.reset();
   if (mode == ScoringMode::kBatch) {
@@ -122,6 +124,7 @@ Status scored_logits(Session& session, std::span<const int32_t> window_tokens, i
   rows.clear();
   if (prompt > 1) STRATA_RETURN_IF_ERROR(session.feed(window_tokens.first(size_t(prompt - 1))));
   for (size_t j = 0; j < scored; ++j) {
+    if (interrupted()) return interrupted_error();
     STRATA_RETURN_IF_ERROR(session.feed(window_tokens.subspan(size_t(prompt) - 1 + j, 1)));
     const auto logits = session.logits();
     rows.insert(rows.end(), logits.begin(), logits.end());
@@ -162,13 +165,15 @@ Result<ScoringResult> score_suite(const Suite& suite,
   // The candidate first: under --mem its memory plan measures the process before anything
   // else is loaded.
   STRATA_ASSIGN_OR_RETURN(auto candidate, open_session(config.candidate, suite, config.mode));
-  result.n_vocab = candidate->n_vocab();
+  result.n_vocab = candidate->engine().n_vocab();
   STRATA_ASSIGN_OR_RETURN(result.candidate_model, describe_model(config.candidate, config.mode));
   STRATA_ASSIGN_OR_RETURN(ReferenceSource reference,
                           open_reference(config, suite, result.n_vocab, result.reference));
   candidate->reset_stats();
   std::vector<float> rows;
   for (size_t i = 0; i < suite.windows.size(); ++i) {
+    // Ctrl-C or SIGTERM: the reference being saved is removed (reference_logits.h).
+    if (interrupted()) return interrupted_error();
     const SuiteWindow& w = suite.windows[i];
     STRATA_ASSIGN_OR_RETURN(const ReferenceRows ref, reference.rows(w, tokens[i]));
     STRATA_RETURN_IF_ERROR(scored_logits(*candidate, tokens[i], w.prompt, config.mode, rows)

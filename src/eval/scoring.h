@@ -47,6 +47,7 @@ struct ScoringConfig {
   std::string reference_logits_dir;
   // Where to store the reference's rows (reference_logits.h); only with a reference model.
   std::string save_reference_dir;
+  bool replace_saved_reference = false;  // --force: an existing directory is replaced
   // 0: full rows; K: top-K rows; -1: full rows for vocabularies up to kFullRowsMaxVocab, else
   // top-kDefaultTopK.
   int save_top_k = -1;

@@ -67,7 +67,7 @@ TEST(Scoring, DecodeRowsEqualBatchRowsForResidentModels) {
     std::vector<float> decode, batch;
     ASSERT_TRUE(scored_logits(*session.value(), tokens, 9, ScoringMode::kDecode, decode).ok());
     ASSERT_TRUE(scored_logits(*session.value(), tokens, 9, ScoringMode::kBatch, batch).ok());
-    ASSERT_EQ(decode.size(), size_t(31 * session.value()->n_vocab()));
+    ASSERT_EQ(decode.size(), size_t(31 * session.value()->engine().n_vocab()));
     ASSERT_EQ(decode.size(), batch.size());
     EXPECT_EQ(std::memcmp(decode.data(), batch.data(), decode.size() * sizeof(float)), 0) << model;
   }

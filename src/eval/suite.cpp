@@ -202,7 +202,10 @@ Result<std::vector<std::vector<int32_t>>> load_window_tokens(const Suite& suite,
     const std::string path = (std::filesystem::path(eval_dir) / w.source).string();
     if (!sources.count(w.source)) {
       if (!std::filesystem::exists(path))
-        return Status::errorf("{}: missing: the suite's windows come from it (--eval-dir)", path);
+        return Status::errorf(
+            "{}: missing: the suite's windows come from it (looked for in {}; --eval-dir DIR "
+            "names another directory)",
+            path, eval_dir);
       STRATA_ASSIGN_OR_RETURN(Source source, read_source(eval_dir, w.source));
       sources.emplace(w.source, std::move(source));
     }

@@ -6,8 +6,9 @@
 //
 //   format               "strata-eval-suite"
 //   version              1
-//   eval_dir             the directory the sources were read from when the suite was made (a
-//                        run may name another: --eval-dir)
+//   eval_dir             the directory of the sources, relative to the directory of the suite
+//                        file (or absolute), wherever a run starts from (a run may name another:
+//                        --eval-dir)
 //   tokenizer            {"path": the model or vocab file that tokenized the text,
 //                         "n_tokens": its vocabulary size}
 //   seed                 the seed windows were drawn with
@@ -67,6 +68,13 @@ std::string encode_suite(const Suite& suite);  // JSON text, as above
 Result<Suite> decode_suite(const std::string& text, const std::string& name);
 Result<Suite> read_suite(const std::string& path);
 
+// Where the sources of the suite read from `suite_path` are: its eval_dir, relative to the suite
+// file's directory unless absolute.
+std::string suite_eval_dir(const Suite& suite, const std::string& suite_path);
+// `eval_dir` (relative to the current directory, or absolute) as a suite written to `suite_path`
+// names it: relative to the suite file's directory, or absolute as given.
+std::string eval_dir_for_suite(const std::string& eval_dir, const std::string& suite_path);
+
 struct SuiteSpec {
   std::string eval_dir;
   std::string tokenizer_path;
@@ -87,8 +95,9 @@ struct SuiteSpec {
 Result<Suite> make_suite(const SuiteSpec& spec, const TextTokenizer& tokenizer,
                          const std::function<void(const std::string&)>& note);
 
-// The windows' tokens, in suite order: reads each source once (from eval_dir), checks its
-// SHA-256, tokenizes the documents and checks every window's FNV-1a hash.
+// The windows' tokens, in suite order: reads each source once (from eval_dir, as given:
+// suite_eval_dir() or --eval-dir), checks its SHA-256, tokenizes the documents and checks every
+// window's FNV-1a hash.
 Result<std::vector<std::vector<int32_t>>> load_window_tokens(const Suite& suite,
                                                              const std::string& eval_dir,
                                                              const TextTokenizer& tokenizer);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -139,6 +140,24 @@ Result<Suite> decode_suite(const std::string& text, const std::string& name) {
 Result<Suite> read_suite(const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(const std::string text, read_whole_file(path));
   return decode_suite(text, path);
+}
+
+// Relative to the suite file, not to where a run starts: a suite then runs from any directory,
+// and a copied tree (a suite beside its documents) keeps working.
+std::string suite_eval_dir(const Suite& suite, const std::string& suite_path) {
+  const std::filesystem::path dir(suite.eval_dir);
+  if (dir.is_absolute()) return dir.string();
+  return (std::filesystem::path(suite_path).parent_path() / dir).lexically_normal().string();
+}
+
+std::string eval_dir_for_suite(const std::string& eval_dir, const std::string& suite_path) {
+  const std::filesystem::path dir(eval_dir);
+  if (dir.is_absolute()) return dir.string();
+  const std::filesystem::path suite_dir =
+      std::filesystem::absolute(suite_path).parent_path().lexically_normal();
+  const std::filesystem::path relative =
+      std::filesystem::absolute(dir).lexically_normal().lexically_relative(suite_dir);
+  return relative.empty() ? "." : relative.string();
 }
 
 }  // namespace strata::eval

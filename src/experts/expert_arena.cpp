@@ -64,6 +64,25 @@ uint64_t ExpertArena::all_units_bytes(const ExpertLayout& layout, size_t alignme
   return bytes;
 }
 
+std::vector<ExpertArena::SizeClass> ExpertArena::plan(const ExpertLayout& layout,
+                                                      uint64_t budget_bytes, size_t alignment,
+                                                      int min_slots) {
+  std::vector<SizeClass> classes = plan_classes(layout, alignment);
+  // Each class gets the budget in proportion to the bytes of all its units, and at least
+  // min_slots; the whole file fits when the budget allows (no class gets more slots than
+  // it has units).
+  uint64_t all_units = 0;
+  for (const SizeClass& c : classes)
+    all_units += uint64_t(c.slot_bytes) * c.layers.size() * uint64_t(layout.n_expert);
+  for (SizeClass& c : classes) {
+    const uint64_t units = c.layers.size() * uint64_t(layout.n_expert);
+    const double share = double(c.slot_bytes) * double(units) / double(all_units);
+    const uint64_t slots = uint64_t(double(budget_bytes) * share) / c.slot_bytes;
+    c.n_slots = int(std::clamp<uint64_t>(slots, uint64_t(min_slots), units));
+  }
+  return classes;
+}
+
 Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& layout,
                                                          uint64_t budget_bytes, size_t alignment,
                                                          int min_slots,
@@ -71,7 +90,6 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
   auto arena = std::unique_ptr<ExpertArena>(new ExpertArena());
   arena->layout_ = layout;
   arena->alignment_ = alignment;
-  arena->classes_ = plan_classes(layout, alignment);
   arena->class_of_layer_.assign(size_t(layout.n_layer()), 0);
   const uint64_t minimum = minimum_bytes(layout, alignment, min_slots);
   if (budget_bytes < minimum)
@@ -79,19 +97,10 @@ Result<std::unique_ptr<ExpertArena>> ExpertArena::create(const ExpertLayout& lay
         "the expert arena needs at least {} bytes ({} slots of each size class), "
         "{} more than the {} bytes left for it",
         minimum, min_slots, minimum - budget_bytes, budget_bytes);
-  // Each class gets the budget in proportion to the bytes of all its units, and at least
-  // min_slots; the whole file fits when the budget allows (no class gets more slots than
-  // it has units).
-  uint64_t all_units = 0;
-  for (const SizeClass& c : arena->classes_)
-    all_units += uint64_t(c.slot_bytes) * c.layers.size() * uint64_t(layout.n_expert);
+  arena->classes_ = plan(layout, budget_bytes, alignment, min_slots);
   std::vector<SlotClassShape> shapes;
   for (size_t i = 0; i < arena->classes_.size(); ++i) {
-    SizeClass& c = arena->classes_[i];
-    const uint64_t units = c.layers.size() * uint64_t(layout.n_expert);
-    const double share = double(c.slot_bytes) * double(units) / double(all_units);
-    const uint64_t slots = uint64_t(double(budget_bytes) * share) / c.slot_bytes;
-    c.n_slots = int(std::clamp<uint64_t>(slots, uint64_t(min_slots), units));
+    const SizeClass& c = arena->classes_[i];
     for (int layer : c.layers) arena->class_of_layer_[size_t(layer)] = int(i);
     shapes.push_back({c.slot_bytes, c.n_slots});
   }

@@ -48,6 +48,10 @@ class ExpertArena {
                                                      uint64_t budget_bytes, size_t alignment,
                                                      int min_slots,
                                                      const SlotMemoryMaker& make_memory);
+  // The classes create() makes for this budget, each with its slot count (what the memory plan
+  // shows). REQUIRES: budget_bytes >= minimum_bytes(layout, alignment, min_slots).
+  static std::vector<SizeClass> plan(const ExpertLayout& layout, uint64_t budget_bytes,
+                                     size_t alignment, int min_slots);
   // The smallest budget create() accepts.
   static uint64_t minimum_bytes(const ExpertLayout& layout, size_t alignment, int min_slots);
   // The budget at which every unit of the model has a slot.

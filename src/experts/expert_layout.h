@@ -28,7 +28,8 @@ struct ExpertTensorLayout {
   // Each expert's slice where the model's tensor data holds it in memory (the mapped file, or
   // a copy), else empty (streaming: units are read into the arena).
   std::vector<const uint8_t*> resident;
-  // Slices in memory, resident or read into the arena, are in row groups (quant/q4_0_groups.h).
+  // Slices in memory, resident or read into the arena, are in row groups
+  // (cpu/kernels/q4_0_groups.h).
   bool grouped_rows = false;
   // The file stores the slices in row groups (strata repack --grouped).
   bool grouped_in_file = false;

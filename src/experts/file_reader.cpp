@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/regular_file.h"
+
 namespace strata {
 namespace {
 
@@ -125,23 +127,14 @@ Status read_fully(const std::string& path, const PreadCall& pread_call, void* de
 }
 
 Result<std::unique_ptr<FileReader>> open_file_reader(const std::string& path, bool direct) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd < 0 && direct && errno == EINVAL) {
+  STRATA_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path));
+  const uint64_t size = file.size();
+  const int fd = file.fd();
+  // O_DIRECT is set on the open descriptor: a file system that refuses it refuses it here
+  // (EINVAL), and the reads stay buffered.
+  const int opened_flags = ::fcntl(fd, F_GETFL);
+  if (direct && (opened_flags < 0 || ::fcntl(fd, F_SETFL, opened_flags | O_DIRECT) != 0))
     direct = false;
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  }
-  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::errorf("{}: cannot stat: {}", path, std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::errorf("{}: not a regular file", path);
-  }
-  const uint64_t size = uint64_t(st.st_size);
   size_t alignment = 1;
   if (direct) {
     alignment = queried_direct_alignment(fd);
@@ -149,16 +142,15 @@ Result<std::unique_ptr<FileReader>> open_file_reader(const std::string& path, bo
       // Clearing O_DIRECT on the open descriptor turns it into a buffered one.
       const int flags = ::fcntl(fd, F_GETFL);
       if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0) {
-        const int err = errno;
-        ::close(fd);
         return Status::errorf("{}: cannot fall back to buffered reads: {}", path,
-                              std::strerror(err));
+                              std::strerror(errno));
       }
       direct = false;
       alignment = 1;
     }
   }
-  return std::unique_ptr<FileReader>(new PosixFileReader(path, fd, size, alignment, direct));
+  return std::unique_ptr<FileReader>(
+      new PosixFileReader(path, file.release(), size, alignment, direct));
 }
 
 }  // namespace strata

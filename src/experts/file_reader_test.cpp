@@ -169,7 +169,7 @@ TEST(FileReaderTest, OpenErrorsNameTheFile) {
   EXPECT_EQ(reader.status().message(), missing + ": cannot open: No such file or directory");
   Result<std::unique_ptr<FileReader>> directory = open_file_reader("/");
   ASSERT_FALSE(directory.ok());
-  EXPECT_EQ(directory.status().message(), "/: not a regular file");
+  EXPECT_EQ(directory.status().message(), "/: is a directory");
 }
 
 // read_fully() against a scripted pread: a list of what each call returns.

@@ -30,8 +30,10 @@ Result<std::unique_ptr<IoEngine>> IoEngine::create(std::shared_ptr<FileReader> r
                                                    int n_threads, IoBackend backend,
                                                    int uring_depth) {
   STRATA_CHECK(reader != nullptr);
-  STRATA_CHECK(n_threads >= 1);
-  STRATA_CHECK(uring_depth >= 0);
+  if (n_threads < 1 || n_threads > kMaxThreads)
+    return Status::errorf("{} I/O threads: from 1 to {}", n_threads, kMaxThreads);
+  if (uring_depth < 0 || uring_depth > kMaxDepth)
+    return Status::errorf("{} reads in flight: from 0 to {}", uring_depth, kMaxDepth);
   if (uring_depth == 0) uring_depth = 2 * n_threads;
   switch (backend) {
     case IoBackend::kAuto: {

@@ -30,7 +30,7 @@
 //    without a descriptor (test doubles).
 //  * kAuto (the default): kUring where create() can set it up, else kPread. On strata-tiny-moe's
 //    14 KB expert slices io_uring's all-ranges-at-once submission turns late read-aheads into
-//    timely ones (README, "Cache lab"); on large slices the two read at the same speed.
+//    timely ones (docs/cache-lab.md); on large slices the two read at the same speed.
 //
 // Thread-safety: all methods may be called from any thread, concurrently. wait() blocks its
 // caller on a condition variable (no spinning); any number of threads may wait at once, each
@@ -79,10 +79,16 @@ struct IoEngineStats {
 class IoEngine {
  public:
   static constexpr size_t kMaxRanges = 3;
+  // Reader threads at most: the benches measured 1-4 (docs/streaming-speed.md); past 64 more
+  // threads only wait on the same device.
+  static constexpr int kMaxThreads = 64;
+  // uring_depth at most: a ring of kMaxDepth * kMaxRanges + 1 entries stays under io_uring's
+  // limit of 32,768.
+  static constexpr int kMaxDepth = 4096;
   using Ticket = uint64_t;
 
-  // uring_depth: the requests kUring keeps running at once; 0: 2 * n_threads.
-  // REQUIRES: n_threads >= 1, uring_depth >= 0.
+  // uring_depth: the requests kUring keeps running at once; 0: 2 * n_threads. Errors: n_threads
+  // outside 1..kMaxThreads, uring_depth outside 0..kMaxDepth, a thread that cannot start.
   static Result<std::unique_ptr<IoEngine>> create(std::shared_ptr<FileReader> reader, int n_threads,
                                                   IoBackend backend, int uring_depth = 0);
   virtual ~IoEngine() = default;

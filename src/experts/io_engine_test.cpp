@@ -278,6 +278,16 @@ TEST_F(GatedPreadEngineTest, DestructorCancelsQueuedAndFinishesRunning) {
   EXPECT_EQ(reader_->reads(), 1u);
 }
 
+TEST(PreadEngineErrorsTest, RefusesCountsOutsideItsLimits) {
+  const auto reader = FaultInjectingReader::over_bytes("m.gguf", std::vector<uint8_t>(kBlock));
+  for (const IoBackend backend : {IoBackend::kPread, IoBackend::kUring, IoBackend::kAuto}) {
+    EXPECT_EQ(IoEngine::create(reader, 65, backend).status().message(),
+              "65 I/O threads: from 1 to 64");
+    EXPECT_EQ(IoEngine::create(reader, 1, backend, 4097).status().message(),
+              "4097 reads in flight: from 0 to 4096");
+  }
+}
+
 TEST(PreadEngineErrorsTest, FirstFailingRangeIsTheRequestsStatus) {
   std::vector<uint8_t> bytes(16 * kBlock, 3);
   const auto reader = FaultInjectingReader::over_bytes("m.gguf", std::move(bytes));

@@ -1,5 +1,6 @@
 // IoBackend::kPread: n threads, each taking the front of the queue and reading its ranges
 // with blocking FileReader::read() calls. Works over any FileReader, test doubles included.
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -10,10 +11,20 @@ namespace {
 
 class PreadIoEngine final : public QueuedIoEngine {
  public:
-  PreadIoEngine(std::shared_ptr<FileReader> reader, int n_threads)
-      : QueuedIoEngine(std::move(reader)) {
+  explicit PreadIoEngine(std::shared_ptr<FileReader> reader) : QueuedIoEngine(std::move(reader)) {}
+
+  // An error names the thread that could not start; the destructor stops the ones that did.
+  Status start(int n_threads) {
     threads_.reserve(size_t(n_threads));
-    for (int i = 0; i < n_threads; ++i) threads_.emplace_back([this] { run(); });
+    for (int i = 0; i < n_threads; ++i) {
+      try {
+        threads_.emplace_back([this] { run(); });
+      } catch (const std::system_error& error) {
+        return Status::errorf("{}: cannot start I/O thread {} of {}: {}", reader_->path(), i + 1,
+                              n_threads, error.code().message());
+      }
+    }
+    return Status();
   }
 
   ~PreadIoEngine() override {
@@ -59,7 +70,9 @@ class PreadIoEngine final : public QueuedIoEngine {
 
 Result<std::unique_ptr<IoEngine>> create_pread_io_engine(std::shared_ptr<FileReader> reader,
                                                          int n_threads) {
-  return std::unique_ptr<IoEngine>(new PreadIoEngine(std::move(reader), n_threads));
+  auto engine = std::make_unique<PreadIoEngine>(std::move(reader));
+  STRATA_RETURN_IF_ERROR(engine->start(n_threads));
+  return std::unique_ptr<IoEngine>(std::move(engine));
 }
 
 }  // namespace strata

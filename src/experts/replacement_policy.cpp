@@ -7,12 +7,17 @@
 #include "experts/lrfu_policy.h"
 #include "experts/lru_policy.h"
 #include "experts/next_use_policy.h"
+#include "experts/successor_ranks.h"
 #include "experts/unit_list.h"
 
 namespace strata {
 
 std::vector<std::string_view> policy_names() {
   return {"lru", "lfu", "arc", "lrfu", "nextuse", "successor", "predicted"};
+}
+
+uint64_t policy_table_bytes(std::string_view name, int n_layer, int n_expert) {
+  return name == "successor" ? SuccessorRanks::bytes_for(n_layer, n_expert) : 0;
 }
 
 Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,

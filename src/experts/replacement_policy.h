@@ -54,5 +54,9 @@ struct PolicyShape {
 Result<std::unique_ptr<ReplacementPolicy>> make_policy(std::string_view name,
                                                        const PolicyShape& shape);
 std::vector<std::string_view> policy_names();
+// The bytes of a policy's one table that grows faster than the units do: the successor
+// policy's n_layer x n_expert^2 counts (experts/successor_ranks.h; 3 MiB at 48 x 128), which the
+// memory plan lists. 0 for the other policies, whose state is a few words per unit.
+uint64_t policy_table_bytes(std::string_view name, int n_layer, int n_expert);
 
 }  // namespace strata

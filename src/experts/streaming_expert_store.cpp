@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "base/check.h"
-#include "quant/q4_0_groups.h"
+#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata {
 
@@ -272,18 +272,23 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
   // order, so that which ones are evicted for the rest does not depend on I/O timing.
   bool waves = false;
   for (const Need& need : needs_) waves = waves || need.slot < 0;
+  // In waves, the first unclaimed need with a slot is next: a need that waits for a slot may
+  // come before units that were resident when the layer began and hold theirs.
   std::vector<Need*> ready;
   Need* first = nullptr;
+  bool unclaimed = false;
   for (Need& need : needs_) {
     if (need.claimed) continue;
+    unclaimed = true;
+    if (need.slot < 0) continue;
     if (!first) first = &need;
     if (waves) break;
     collect(c, need.slot, /*block=*/false);
     if (!slot(c, need.slot).reading) ready.push_back(&need);
   }
-  if (!first) return std::vector<ClaimedExpert>();
+  if (!unclaimed) return std::vector<ClaimedExpert>();
+  STRATA_CHECK(first != nullptr);  // the model releases what it claimed before claiming more
   if (ready.empty()) {
-    STRATA_CHECK(first->slot >= 0);  // the model releases what it claimed before claiming more
     collect(c, first->slot, /*block=*/true);
     ready.push_back(first);
   }

@@ -16,7 +16,7 @@
 // stays busy until it ends, which only costs time).
 //
 // Reads land as the file has them. Slices the layout marks grouped_after_read() are grouped
-// (quant/q4_0_groups.h) by the products of the first claim after a read (ExpertUnit::
+// (cpu/kernels/q4_0_groups.h) by the products of the first claim after a read (ExpertUnit::
 // group_before_use): on the compute threads, a task's rows at a time, which then read them from
 // their cache; read-aheads dropped unused cost no grouping. A file repacked with --grouped has
 // them grouped already: nothing to do, unless this CPU lacks the grouped kernel, when the claim

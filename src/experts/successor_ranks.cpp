@@ -26,6 +26,12 @@ SuccessorRanks::SuccessorRanks(int n_layer, int n_expert) : n_layer_(n_layer), n
   buckets_.assign(size_t(n_layer) * size_t(n_expert), int8_t(-1));
 }
 
+uint64_t SuccessorRanks::bytes_for(int n_layer, int n_expert) {
+  const uint64_t units = uint64_t(n_layer) * uint64_t(n_expert);
+  return units * uint64_t(n_expert) * sizeof(float) + units * (sizeof(float) + sizeof(int8_t)) +
+         uint64_t(n_layer) * sizeof(std::vector<int32_t>);
+}
+
 void SuccessorRanks::observe(int layer, std::span<const int32_t> used, bool follows_previous) {
   STRATA_CHECK(layer >= 0 && layer < n_layer_);
   const size_t n = size_t(n_expert_);

@@ -26,6 +26,8 @@ class SuccessorRanks {
 
   // REQUIRES: n_layer >= 1, n_expert >= 1
   SuccessorRanks(int n_layer, int n_expert);
+  // The memory of its tables (the latest visits' experts aside: a few per layer).
+  static uint64_t bytes_for(int n_layer, int n_expert);
 
   // The experts a visit of `layer` used. `follows_previous`: the previous call for this layer
   // was the visit just before (else the pair is not counted).

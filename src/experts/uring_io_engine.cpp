@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -64,7 +65,12 @@ class UringIoEngine final : public QueuedIoEngine {
                             reader_->path(), entries, std::strerror(-result));
     }
     ring_ready_ = true;
-    thread_ = std::thread([this] { run(); });
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error& error) {
+      return Status::errorf("{}: cannot start the io_uring thread: {}", reader_->path(),
+                            error.code().message());
+    }
     return Status();
   }
 

@@ -725,4 +725,10 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+std::vector<CommandInput> model_inputs(const GgufFile& model, std::string_view what) {
+  std::vector<CommandInput> inputs;
+  for (const FilePart& part : model.parts()) inputs.push_back({std::string(what), part.path});
+  return inputs;
+}
+
 }  // namespace strata::gguf

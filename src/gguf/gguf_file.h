@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/mapped_file.h"
+#include "base/output_path.h"
 
 namespace strata::gguf {
 
@@ -155,5 +156,9 @@ class GgufFile {
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string_view, size_t> tensor_index_;  // views of tensors_[i].name
 };
+
+// Every file of `model` (each part of a split one) as an input of a command that writes, for
+// check_output_path() (base/output_path.h): a model is never replaced by what is made of it.
+std::vector<CommandInput> model_inputs(const GgufFile& model, std::string_view what = "the model");
 
 }  // namespace strata::gguf

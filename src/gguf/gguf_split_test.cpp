@@ -153,8 +153,7 @@ TEST_F(SplitModelTest, WriterRefusesBadRequestsAndExistingParts) {
             fmt::format("{}: {} parts for {} tensors: a part would hold none", kSource,
                         source_->tensors().size() + 1, source_->tensors().size()));
   ASSERT_EQ(split("m", {.n_parts = 2}).size(), 2u);
-  EXPECT_EQ(error({.n_parts = 2}),
-            split_part_path(prefix, 1, 2) + ": already exists (--force replaces it)");
+  EXPECT_EQ(error({.n_parts = 2}), split_part_path(prefix, 1, 2) + ": exists; --force replaces it");
   EXPECT_EQ(split("m", {.n_parts = 2, .overwrite = true}).size(), 2u);
 }
 

@@ -1,8 +1,15 @@
 #include "gguf/gguf_split_writer.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "base/output_path.h"
 #include "base/progress.h"
+#include "base/temporary_path.h"
 #include "gguf/gguf_writer.h"
 
 namespace strata::gguf {
@@ -56,14 +63,18 @@ Result<std::vector<std::string>> write_split_model(const GgufFile& source,
     return Status::errorf("{}: {} parts, more than gguf-split can name", source.name(),
                           starts.size());
   }
+  const std::vector<CommandInput> inputs = model_inputs(source);
   std::vector<std::string> paths;
   for (int part = 0; part < count; ++part) {
     paths.push_back(split_part_path(prefix, part + 1, count));
-    for (const FilePart& input : source.parts())
-      STRATA_RETURN_IF_ERROR(check_derived_output(input.path, paths.back(), options.overwrite));
+    STRATA_RETURN_IF_ERROR(
+        check_output_path(paths.back(), inputs, existing_output(options.overwrite)));
   }
+  std::vector<TemporaryPath> partials;
   for (int part = 0; part < count; ++part) {
-    GgufWriter writer(paths[size_t(part)]);
+    partials.emplace_back(fmt::format("{}.partial-{}", paths[size_t(part)], ::getpid()),
+                          TemporaryPath::Kind::kFile);
+    GgufWriter writer(partials.back().path());
     if (part == 0) {
       for (const std::string& key : source.keys()) {
         if (!key.starts_with("split.")) STRATA_RETURN_IF_ERROR(writer.copy_metadata(source, key));
@@ -87,6 +98,12 @@ Result<std::vector<std::string>> write_split_model(const GgufFile& source,
       if (progress) progress->advance(tensors[t].n_bytes);
     }
     STRATA_RETURN_IF_ERROR(writer.finish());
+  }
+  for (size_t part = 0; part < paths.size(); ++part) {
+    if (std::rename(partials[part].path().c_str(), paths[part].c_str()) != 0)
+      return Status::errorf("{}: cannot rename {} into place: {}", paths[part],
+                            partials[part].path(), std::strerror(errno));
+    partials[part].release();
   }
   return paths;
 }

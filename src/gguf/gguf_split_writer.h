@@ -2,9 +2,10 @@
 // models"): <prefix>-00001-of-0000N.gguf and so on, each with split.no (uint16), split.count
 // (uint16) and split.tensors.count (int32); the first part carries all of the source's
 // metadata before them (less any split.* keys of its own), and the tensors follow in the
-// source's order, their bytes copied unchanged. Each part is written as GgufWriter writes a
-// file (a temporary renamed at the end), so a failure leaves no partial part behind; parts
-// already finished stay.
+// source's order, their bytes copied unchanged. The parts are written as "<part>.partial-<pid>"
+// (each by a GgufWriter) and renamed into place once all of them are complete, so a failure or
+// an interruption (base/interrupt.h) leaves no part at all, and parts that --force replaces
+// stay as they were until then.
 #pragma once
 
 #include <strata/status.h>

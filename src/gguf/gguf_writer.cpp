@@ -1,15 +1,9 @@
 #include "gguf/gguf_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <bit>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 
 #include "base/check.h"
+#include "base/interrupt.h"
 
 namespace strata::gguf {
 namespace {
@@ -63,12 +57,7 @@ std::vector<uint8_t> encode_array(ValueType element_type, std::span<const T> val
 
 GgufWriter::GgufWriter(std::string path) : path_(std::move(path)) {}
 
-GgufWriter::~GgufWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(temp_path_.c_str());
-  }
-}
+GgufWriter::~GgufWriter() = default;
 
 void GgufWriter::set_value(std::string_view key, std::vector<uint8_t> encoded) {
   STRATA_CHECK(state_ == State::kCollecting);
@@ -229,11 +218,9 @@ Status GgufWriter::begin() {
   STRATA_CHECK(state_ == State::kCollecting);
   const std::vector<uint8_t> header = encode_header();
   data_offset_ = header.size();
-  temp_path_ = fmt::format("{}.tmp-{}", path_, ::getpid());
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    return fail(fmt::format("cannot create {}: {}", temp_path_, std::strerror(errno)));
-  }
+  Result<AtomicFile> file = AtomicFile::create(path_);
+  if (!file.ok()) return fail(file.status());
+  file_.emplace(std::move(file).value());
   state_ = State::kWriting;
   buffer_.reserve(kBufferBytes);
   return write_bytes(header);
@@ -250,6 +237,7 @@ void GgufWriter::advance_past_full_tensors() {
 Status GgufWriter::write_tensor_data(std::span<const uint8_t> bytes) {
   if (state_ == State::kFailed) return error_;
   STRATA_CHECK(state_ == State::kWriting);
+  if (interrupted()) return fail("interrupted");
   if (bytes.empty()) return Status();
   advance_past_full_tensors();
   if (current_ == tensors_.size()) {
@@ -279,18 +267,10 @@ Status GgufWriter::finish() {
   }
   STRATA_RETURN_IF_ERROR(write_zeros(align_up(bytes_written_, alignment_) - bytes_written_));
   STRATA_RETURN_IF_ERROR(flush());
-  if (::fsync(fd_) != 0) return fail(fmt::format("cannot sync: {}", std::strerror(errno)));
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) {
-    ::unlink(temp_path_.c_str());
-    return fail(fmt::format("cannot close: {}", std::strerror(errno)));
-  }
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp_path_.c_str());
-    return fail(fmt::format("cannot rename {} into place: {}", temp_path_, std::strerror(err)));
-  }
+  if (const Status synced = file_->sync(); !synced.ok()) return fail(synced);
+  const Status committed = file_->commit();
+  file_.reset();
+  if (!committed.ok()) return fail(committed);
   state_ = State::kFinished;
   return Status();
 }
@@ -306,7 +286,7 @@ Status GgufWriter::write_bytes(std::span<const uint8_t> bytes) {
     buffer_.assign(bytes.begin(), bytes.end());
     return Status();
   }
-  return write_fd(bytes);
+  return write_unbuffered(bytes);
 }
 
 Status GgufWriter::write_zeros(uint64_t n) {
@@ -320,42 +300,26 @@ Status GgufWriter::write_zeros(uint64_t n) {
 }
 
 Status GgufWriter::flush() {
-  STRATA_RETURN_IF_ERROR(write_fd(buffer_));
+  STRATA_RETURN_IF_ERROR(write_unbuffered(buffer_));
   buffer_.clear();
   return Status();
 }
 
-Status GgufWriter::write_fd(std::span<const uint8_t> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(fmt::format("cannot write: {}", std::strerror(errno)));
-    bytes = bytes.subspan(size_t(n));
-  }
+Status GgufWriter::write_unbuffered(std::span<const uint8_t> bytes) {
+  if (const Status written = file_->write(bytes); !written.ok()) return fail(written);
   return Status();
+}
+
+Status GgufWriter::fail(std::string_view what) {
+  return fail(Status::errorf("{}: {}", path_, what));
 }
 
 // Records the first error, removes the temporary and makes every later call return the error.
-Status GgufWriter::fail(std::string_view what) {
-  error_ = Status::errorf("{}: {}", path_, what);
+Status GgufWriter::fail(Status error) {
+  error_ = std::move(error);
   state_ = State::kFailed;
-  if (fd_ >= 0) {
-    ::close(fd_);
-    fd_ = -1;
-    ::unlink(temp_path_.c_str());
-  }
+  file_.reset();
   return error_;
-}
-
-Status check_derived_output(const std::string& input_path, const std::string& output_path,
-                            bool overwrite) {
-  std::error_code error;
-  if (!std::filesystem::exists(output_path, error)) return Status();
-  // Also catches a symlink or hard link to the input: the input is never replaced.
-  if (std::filesystem::equivalent(input_path, output_path, error))
-    return Status::errorf("{}: is the input file; refusing to overwrite it", output_path);
-  if (!overwrite) return Status::errorf("{}: already exists (--force replaces it)", output_path);
-  return Status();
 }
 
 }  // namespace strata::gguf

@@ -8,8 +8,10 @@
 //
 // The file is written to "<path>.tmp-<pid>" and renamed to `path` by finish() after an fsync,
 // so `path` never holds a partial file; a writer destroyed before finish() succeeded removes
-// the temporary. I/O errors come back as a Status naming `path`; after one, every later call
-// returns it again.
+// the temporary (base/temporary_path.h: a second Ctrl-C does too). A character device or a FIFO
+// is written in place (base/atomic_file.h). I/O errors come back as a Status naming `path`; after
+// one, every later call returns it again. So does an interruption (base/interrupt.h), which
+// write_tensor_data() polls: every model writer stops between its chunks.
 //
 // Usage:
 //   GgufWriter writer("out.gguf");
@@ -25,11 +27,13 @@
 #include <strata/status.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "gguf/gguf_file.h"
 
 namespace strata::gguf {
@@ -80,7 +84,8 @@ class GgufWriter {
   // Creates the temporary file and writes the header, the tensor infos and the padding.
   Status begin();
   // Appends bytes of the current tensor, which is the first one not yet complete. A call may
-  // not run past the end of the current tensor. REQUIRES: begin() succeeded.
+  // not run past the end of the current tensor. Fails (removing the temporary) once a signal
+  // arrived. REQUIRES: begin() succeeded.
   Status write_tensor_data(std::span<const uint8_t> bytes);
   // Checks every tensor got all its bytes, pads, syncs and renames the file to `path`.
   Status finish();
@@ -103,28 +108,23 @@ class GgufWriter {
   Status write_bytes(std::span<const uint8_t> bytes);
   Status write_zeros(uint64_t n);
   Status flush();
-  Status write_fd(std::span<const uint8_t> bytes);
+  Status write_unbuffered(std::span<const uint8_t> bytes);
   Status fail(std::string_view what);
+  Status fail(Status error);
 
   std::string path_;
-  std::string temp_path_;
   State state_ = State::kCollecting;
   Status error_;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, std::vector<uint8_t>>> metadata_;
   std::vector<PendingTensor> tensors_;
 
-  int fd_ = -1;
+  std::optional<AtomicFile> file_;  // from begin() until finish() or the first error
   uint64_t data_offset_ = 0;
   uint64_t bytes_written_ = 0;  // file position, buffered bytes included
   size_t current_ = 0;          // index of the tensor being filled
   uint64_t current_filled_ = 0;
   std::vector<uint8_t> buffer_;  // small writes collect here; large ones bypass it
 };
-
-// For commands that write a model derived from another: an error if `output_path` is the input
-// (or a link to it), which is never replaced, or exists and `overwrite` is false.
-Status check_derived_output(const std::string& input_path, const std::string& output_path,
-                            bool overwrite);
 
 }  // namespace strata::gguf

@@ -1,5 +1,6 @@
 #include "gguf/gguf_writer.h"
 
+#include "base/interrupt.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_test_bytes.h"
 
@@ -275,6 +276,24 @@ TEST_F(GgufWriterTest, WrongByteCountsAreErrorsAndLeaveNothing) {
     expect_directory_holds({"abandoned.gguf.tmp-" + std::to_string(::getpid())});
   }
   expect_directory_holds({});
+}
+
+// After Ctrl-C or SIGTERM the next write fails and removes the temporary: every model writer
+// stops between its chunks.
+TEST_F(GgufWriterTest, StopsAtAnInterruptAndLeavesNothing) {
+  const std::vector<uint8_t> bytes(32);
+  GgufWriter writer(path("interrupted.gguf"));
+  ASSERT_TRUE(writer.add_tensor("a", {8}, 0).ok());
+  ASSERT_TRUE(writer.add_tensor("b", {8}, 0).ok());
+  ASSERT_TRUE(writer.begin().ok());
+  ASSERT_TRUE(writer.write_tensor_data(bytes).ok());
+  install_interrupt_handlers();
+  std::raise(SIGINT);
+  const Status status = writer.write_tensor_data(bytes);
+  clear_interrupt();
+  EXPECT_EQ(status.message(), path("interrupted.gguf") + ": interrupted");
+  expect_directory_holds({});
+  EXPECT_EQ(writer.finish().message(), status.message());
 }
 
 TEST_F(GgufWriterTest, IoErrorsNameTheFile) {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +47,7 @@ Result<BenchmarkSetup> make_setup(const BenchmarkOptions& options) {
   }
   setup.n_threads = options.session.n_threads > 0
                         ? options.session.n_threads
-                        : int(std::max(1u, std::thread::hardware_concurrency()));
+                        : ThreadPool::default_threads();
   const int64_t longest =
       *std::max_element(options.prompt_lengths.begin(), options.prompt_lengths.end());
   setup.n_ctx = longest + options.generated_tokens + 1;
@@ -76,20 +75,21 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
                                       const std::function<void(const std::string&)>& progress) {
   STRATA_ASSIGN_OR_RETURN(const BenchmarkSetup setup, make_setup(options));
   nlohmann::json record = record_provenance(setup);
-  ThreadPool probe_pool(setup.n_threads);
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> probe_pool,
+                          ThreadPool::start(setup.n_threads));
   if (!options.prompt_file.empty()) {
     STRATA_ASSIGN_OR_RETURN(const std::string hash, sha256_file(options.prompt_file));
     record["prompt_file"] = {{"path", options.prompt_file}, {"sha256", hash}};
   }
   STRATA_ASSIGN_OR_RETURN(std::vector<BenchmarkVariant> variants, open_variants(setup));
-  STRATA_RETURN_IF_ERROR(measure_variants(setup, probe_pool, variants, progress));
+  STRATA_RETURN_IF_ERROR(measure_variants(setup, *probe_pool, variants, progress));
   std::vector<VariantSummary> summaries;
   for (const BenchmarkVariant& v : variants) {
     STRATA_ASSIGN_OR_RETURN(VariantSummary summary, summarize_variant(v, variants, options));
     summaries.push_back(std::move(summary));
   }
   record["results"] = benchmark_results_json(summaries);
-  record["peak_rss_bytes"] = Session::peak_rss_bytes();
+  record["peak_rss_bytes"] = Engine::peak_rss_bytes();
   record["finished"] = now_utc();
   return BenchmarkReport{record.dump(2) + "\n", benchmark_markdown(summaries),
                          benchmark_chart_svg(summaries, options)};

@@ -1,6 +1,5 @@
 #include "lab/benchmark_measure.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -9,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/interrupt.h"
+#include "base/regular_file.h"
 #include "gguf/gguf_file.h"
 #include "lab/disk_bandwidth.h"
 #include "lab/memory_bandwidth.h"
@@ -17,14 +18,14 @@ namespace strata {
 namespace {
 
 // Memory bandwidth is probed before every run over 1 GiB, 3 passes: ~0.15 s, and it tracks a
-// shared host's drift (measured here between 18 and 25 GB/s within an hour). The buffer is
-// over three times this host's 300 MiB L3: over 512 MiB on huge pages, part of each pass came
-// from the cache and the probe read 8 % faster than over 2 GiB.
+// shared host's drift (18 to 25 GB/s within an hour on xeon-2, docs/hosts.md). The buffer is
+// over three times a 300 MiB L3: over 512 MiB on huge pages, part of each pass came from the
+// cache and the probe read 8 % faster than over 2 GiB (docs/speed.md).
 constexpr uint64_t kProbeBytes = 1024ull << 20;
 constexpr int kProbePasses = 3;
-// The disk probe reads 1 MiB ranges for this long, before and after every streaming run: this
-// VM's disk moves between 0.9 and 1.9 GB/s from one 2-second probe to the next, so the bound
-// uses the mean of the two around the run.
+// The disk probe reads 1 MiB ranges for this long, before and after every streaming run: a
+// virtual disk moved between 0.9 and 1.9 GB/s from one 2-second probe to the next
+// (docs/streaming-speed.md), so the bound uses the mean of the two around the run.
 constexpr double kDiskProbeSeconds = 2.0;
 
 // A variant's memory setting: "none" (every expert resident), a budget ("4G"), or "N%", an
@@ -56,7 +57,7 @@ Result<std::shared_ptr<FileReader>> open_probe_reader(const std::vector<FilePart
 
 // O_DIRECT read bandwidth of the model file with the session's readers: the bound's probe,
 // 1 MiB reads at random offsets, two per reader thread in flight. The disk drifts like the
-// memory (1.1-1.8 GB/s within minutes here), so it is probed right around every run.
+// memory, so it is probed right around every run.
 Result<double> probe_disk(const BenchmarkVariant& v) {
   STRATA_ASSIGN_OR_RETURN(const IoBackend backend, parse_io_backend(v.options.io_backend));
   return measure_read_bandwidth(v.reader, v.options.io_threads, backend, 1 << 20,
@@ -64,18 +65,18 @@ Result<double> probe_disk(const BenchmarkVariant& v) {
 }
 
 // The same with the store's own reads: a unit's size, as many in flight as the store keeps.
-// Some virtual disks serve these slower than the probe's (README, "Streaming speed"); the
+// Some virtual disks serve these slower than the probe's (docs/streaming-speed.md); the
 // share of this rate tells the engine's waiting apart from the disk's pattern.
 Result<double> probe_unit_reads(const BenchmarkVariant& v) {
   STRATA_ASSIGN_OR_RETURN(const IoBackend backend, parse_io_backend(v.options.io_backend));
-  const ExpertReadPattern& pattern = *v.session->expert_read_pattern();
+  const ExpertReadPattern& pattern = *v.session->engine().expert_read_pattern();
   return measure_read_bandwidth(v.reader, v.options.io_threads, backend, size_t(pattern.read_bytes),
                                 pattern.in_flight, kDiskProbeSeconds, 2);
 }
 
 Result<std::vector<int32_t>> prompt_tokens(const Session& session, const std::string& text,
                                            int64_t length) {
-  const std::vector<int32_t> base = session.tokenize(text);
+  const std::vector<int32_t> base = session.engine().tokenize(text);
   if (base.empty()) return Status::error("bench: the prompt text has no tokens");
   std::vector<int32_t> tokens;
   while (int64_t(tokens.size()) < length) tokens.insert(tokens.end(), base.begin(), base.end());
@@ -89,10 +90,9 @@ double page_cache_share(const std::vector<FilePart>& parts) {
   size_t cached = 0, total = 0;
   for (const FilePart& part : parts) {
     if (part.size == 0) continue;
-    const int fd = ::open(part.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    void* map = ::mmap(nullptr, part.size, PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
+    const Result<RegularFile> file = RegularFile::open(part.path);
+    if (!file.ok()) return -1;
+    void* map = ::mmap(nullptr, part.size, PROT_READ, MAP_SHARED, file.value().fd(), 0);
     if (map == MAP_FAILED) return -1;
     std::vector<unsigned char> resident((part.size + page - 1) / page);
     const bool counted = mincore(map, part.size, resident.data()) == 0;
@@ -124,7 +124,11 @@ Result<BenchmarkRun> run_once(Session& session, const std::vector<int32_t>& prom
   options.temperature = 0.8f;
   options.seed = 1;
   options.stop_at_end_of_generation = false;
-  STRATA_ASSIGN_OR_RETURN(const auto tokens, session.generate(prompt, options, nullptr));
+  // Ctrl-C or SIGTERM ends the bench between tokens: a cut run is not a measurement.
+  STRATA_ASSIGN_OR_RETURN(
+      const auto tokens,
+      session.generate(prompt, options, [](int32_t, std::string_view) { return !interrupted(); }));
+  if (interrupted()) return interrupted_error();
   const SessionStats& stats = session.stats();
   BenchmarkRun run;
   run.prefill_tokens_per_s = stats.prefill_tokens_per_s();
@@ -140,10 +144,9 @@ Result<BenchmarkVariant> open_variant(const BenchmarkSetup& setup, const std::st
                                       const std::string& budget_text) {
   BenchmarkVariant v;
   v.budget_text = budget_text;
-  v.options = setup.options.session;
+  v.options = without_plan_notes(setup.options.session);
   v.options.model_path = path;
   v.options.n_ctx = setup.n_ctx;
-  v.options.quiet = true;
   STRATA_RETURN_IF_ERROR(apply_memory_setting(budget_text, v.options));
   v.runs.resize(setup.options.prompt_lengths.size());
   STRATA_ASSIGN_OR_RETURN(const auto file, gguf::GgufFile::open(path));

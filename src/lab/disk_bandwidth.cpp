@@ -19,7 +19,7 @@ Result<double> measure_read_bandwidth(std::shared_ptr<FileReader> reader, int io
   STRATA_ASSIGN_OR_RETURN(auto engine, IoEngine::create(reader, io_threads, backend, in_flight));
   // Each read in flight has its own buffer. The buffers are the arena's kind of memory: under a
   // virtual disk that serves each page of a request's scatter list as its own read, O_DIRECT
-  // into 4 KiB pages ran at a third of the speed of 2 MiB pages (README).
+  // into 4 KiB pages ran at a third of the speed of 2 MiB pages (docs/streaming.md).
   const HugePageMemory buffers = allocate_on_huge_pages(chunk * size_t(in_flight), alignment);
   if (buffers == nullptr) return Status::error("cannot allocate the disk probe's buffers");
   std::mt19937_64 random(seed);

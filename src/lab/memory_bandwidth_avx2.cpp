@@ -4,7 +4,7 @@
 
 namespace strata {
 
-// The kernels' software prefetch (quant/row_prefetch.h: into L2, 4 KiB ahead) belongs in the
+// The kernels' software prefetch (cpu/kernels/row_prefetch.h: into L2, 4 KiB ahead) belongs in the
 // probe too: without it this loop read 18 GB/s where the kernels' way of reading reaches 28,
 // and a bound from it flattered every "share of the bound" by half.
 constexpr int64_t kPrefetchFloats = 4096 / sizeof(float);

@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "base/cpu_features.h"
+#include "base/regular_file.h"
 #include "gguf/gguf_file.h"
 
 extern char** environ;
@@ -25,13 +27,14 @@ Result<std::string> sha256_of_files(std::span<const std::string> paths) {
   EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
   std::vector<unsigned char> buffer(8 << 20);
   for (const std::string& path : paths) {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                         &std::fclose);
-    if (!file) return Status::errorf("{}: cannot open for hashing", path);
-    size_t got;
-    while ((got = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0)
-      EVP_DigestUpdate(context.get(), buffer.data(), got);
-    if (std::ferror(file.get())) return Status::errorf("{}: read error while hashing", path);
+    STRATA_ASSIGN_OR_RETURN(const RegularFile file, RegularFile::open(path));
+    for (;;) {
+      const ssize_t got = ::read(file.fd(), buffer.data(), buffer.size());
+      if (got == 0) break;
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::errorf("{}: read error while hashing", path);
+      EVP_DigestUpdate(context.get(), buffer.data(), size_t(got));
+    }
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;

@@ -12,7 +12,10 @@
 
 namespace strata {
 
-const char* strata_build_commit();  // build_commit.cpp, generated at build time
+// build_commit.cpp, generated at build time: `git describe` of the source tree, and
+// CMAKE_BUILD_TYPE (Release, Debug, ...).
+const char* strata_build_commit();
+const char* strata_build_type();
 
 // Hex SHA-256 of a file's contents (streamed; fine for 17 GB models).
 Result<std::string> sha256_file(const std::string& path);

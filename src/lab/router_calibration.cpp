@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/interrupt.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/topk.h"
 #include "experts/resident_expert_store.h"
@@ -28,7 +29,8 @@ Result<std::vector<std::vector<float>>> record_router_inputs(const std::string& 
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
   ResidentExpertStore store(model->weights().experts);
-  const std::unique_ptr<Backend> backend = make_cpu_backend(model->config(), n_threads);
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Backend> backend,
+                          make_cpu_backend(model->config(), model->weight_formats(), n_threads));
   Transformer transformer(model, store, *backend);
   std::vector<std::vector<float>> inputs(static_cast<size_t>(model->config().n_layer));
   transformer.set_router_input_observer([&](int layer, int64_t, std::span<const float> x) {
@@ -151,6 +153,7 @@ Status calibrate_routers(const std::string& path, SyntheticWeights& weights,
   const int64_t n = calibration.n_tokens;
   for (const auto& tensor : tensors) {
     if (tensor.kind != SyntheticTensorKind::kRouter) continue;
+    if (interrupted()) return interrupted_error();  // the caller removes the half-calibrated file
     const int64_t layer = tensor.layer, n_embd = tensor.shape[0], n_expert = tensor.shape[1];
     const std::vector<float>& x = inputs[size_t(layer)];
     std::vector<double> mean_input(static_cast<size_t>(n_embd), 0.0);

@@ -9,10 +9,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <set>
-#include <thread>
 
+#include "base/interrupt.h"
 #include "base/progress.h"
+#include "base/temporary_path.h"
+#include "cpu/kernels/format_kernels.h"
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
 #include "gguf/gguf_writer.h"
@@ -140,6 +143,7 @@ Status check_format(const SyntheticShape& shape, QuantType type) {
 Status write_tensor(gguf::GgufWriter& writer, ThreadPool& pool, const SyntheticWeights& weights,
                     const SyntheticTensor& tensor, ProgressBar& progress) {
   const QuantTraits& traits = quant_traits(tensor.type);
+  const QuantizeRowFn quantize_row = format_kernels(tensor.type).quantize_row;
   const int64_t n = tensor.shape[0], n_rows = tensor.n_rows();
   const size_t row_bytes = traits.row_bytes(n);
   const bool direct = SyntheticWeights::has_direct_blocks(tensor);
@@ -152,6 +156,8 @@ Status write_tensor(gguf::GgufWriter& writer, ThreadPool& pool, const SyntheticW
     const int64_t rows = std::min(rows_per_chunk, n_rows - first);
     chunk.resize(size_t(rows) * row_bytes);
     pool.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, int thread) {
+      // The workers stop too: the chunk is then dropped (write_tensor_data fails).
+      if (interrupted()) return;
       for (int64_t r = task * kRowsPerTask; r < std::min(rows, (task + 1) * kRowsPerTask); ++r) {
         uint8_t* out = chunk.data() + size_t(r) * row_bytes;
         if (direct) {
@@ -159,7 +165,7 @@ Status write_tensor(gguf::GgufWriter& writer, ThreadPool& pool, const SyntheticW
         } else {
           float* values = scratch[size_t(thread)].data();
           weights.fill_row(tensor, first + r, values);
-          traits.quantize_row(values, out, n);
+          quantize_row(values, out, n);
         }
       }
     });
@@ -185,6 +191,13 @@ std::vector<std::string> synthetic_presets() {
 }
 
 Status make_synthetic_model(const SyntheticModelOptions& options) {
+  // The model is read back (its routers calibrated) before it is renamed over the output, so
+  // it cannot be sent to a device or a FIFO as other outputs can.
+  std::error_code error;
+  if (std::filesystem::exists(options.output_path, error) &&
+      !std::filesystem::is_regular_file(options.output_path, error))
+    return Status::errorf("{}: not a regular file; make-model writes a model file",
+                          options.output_path);
   STRATA_ASSIGN_OR_RETURN(const SyntheticShape* shape, find_shape(options));
   STRATA_ASSIGN_OR_RETURN(const QuantType type, parse_quant_type(options.type));
   STRATA_RETURN_IF_ERROR(check_format(*shape, type));
@@ -194,10 +207,11 @@ Status make_synthetic_model(const SyntheticModelOptions& options) {
   }
 
   SyntheticWeights weights(*shape, options.seed);
-  // Written under a temporary name, calibrated, then renamed: the output path only ever
-  // holds a finished model.
-  const std::string partial_path = fmt::format("{}.partial-{}", options.output_path, getpid());
-  gguf::GgufWriter writer(partial_path);
+  // Written under a temporary name, calibrated, then renamed: the output path only ever holds a
+  // finished model, and a failure or an interruption leaves no partial file.
+  TemporaryPath partial(fmt::format("{}.partial-{}", options.output_path, getpid()),
+                        TemporaryPath::Kind::kFile);
+  gguf::GgufWriter writer(partial.path());
   writer.set_string("general.architecture", std::string(shape->arch));
   writer.set_string("general.name",
                     fmt::format("strata-synthetic-{}-{}", shape->arch, shape->preset));
@@ -222,27 +236,25 @@ Status make_synthetic_model(const SyntheticModelOptions& options) {
     total_bytes += bytes;
   }
   STRATA_RETURN_IF_ERROR(writer.begin());
-  const int n_threads = options.n_threads > 0
-                            ? options.n_threads
-                            : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
   {
-    ThreadPool pool(n_threads);
+    STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(n_threads));
     ProgressBar progress("writing " + options.output_path, total_bytes);
     for (const auto& tensor : tensors)
-      STRATA_RETURN_IF_ERROR(write_tensor(writer, pool, weights, tensor, progress));
+      STRATA_RETURN_IF_ERROR(write_tensor(writer, *pool, weights, tensor, progress));
+    progress.finish();
   }
   STRATA_RETURN_IF_ERROR(writer.finish());
-  const Status calibrated = calibrate_routers(partial_path, weights,
-                                              {.target_repeat = 0.35,
-                                               .n_tokens = 256,
-                                               .seed = options.seed ^ 0x5eed,
-                                               .n_threads = n_threads});
-  if (!calibrated.ok() || std::rename(partial_path.c_str(), options.output_path.c_str()) != 0) {
-    std::remove(partial_path.c_str());
-    return calibrated.ok() ? Status::errorf("{}: cannot rename the finished model: {}",
-                                            options.output_path, std::strerror(errno))
-                           : calibrated;
-  }
+  STRATA_RETURN_IF_ERROR(calibrate_routers(partial.path(), weights,
+                                           {.target_repeat = 0.35,
+                                            .n_tokens = 256,
+                                            .seed = options.seed ^ 0x5eed,
+                                            .n_threads = n_threads}));
+  if (interrupted()) return interrupted_error();
+  if (std::rename(partial.path().c_str(), options.output_path.c_str()) != 0)
+    return Status::errorf("{}: cannot rename the finished model: {}", options.output_path,
+                          std::strerror(errno));
+  partial.release();
   return Status();
 }
 
@@ -252,8 +264,10 @@ Result<RoutingReport> measure_routing(const std::string& model_path, int64_t n_t
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
   const ModelConfig& config = model->config();
   ResidentExpertStore store(model->weights().experts);
-  const std::unique_ptr<Backend> backend = make_cpu_backend(
-      config, n_threads > 0 ? n_threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  STRATA_ASSIGN_OR_RETURN(
+      const std::unique_ptr<Backend> backend,
+      make_cpu_backend(config, model->weight_formats(),
+                       n_threads > 0 ? n_threads : ThreadPool::default_threads()));
   Transformer transformer(model, store, *backend);
   const int64_t k = config.n_expert_used, n_layer = config.n_layer;
   std::vector<int32_t> routes(static_cast<size_t>(n_layer * n_tokens * k));  // [layer][token][k]

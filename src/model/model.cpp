@@ -42,6 +42,28 @@ Result<std::shared_ptr<const Model>> Model::bind(std::shared_ptr<const gguf::Ggu
                         supported);
 }
 
+WeightFormats Model::weight_formats() const {
+  WeightFormats formats;
+  formats.output = weights_.output.type;
+  for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
+    const LayerWeights& w = weights_.layers[layer];
+    const LayerExpertLayout& experts = weights_.experts.layers[layer];
+    formats.layers.push_back({.q = w.attention.q.type,
+                              .k = w.attention.k.type,
+                              .v = w.attention.v.type,
+                              .o = w.attention.o.type,
+                              .router = w.router.type,
+                              .gate = experts.gate.type,
+                              .up = experts.up.type,
+                              .down = experts.down.type,
+                              .shared_expert = config_.n_ff_shared > 0,
+                              .shared_gate = w.shared.gate.type,
+                              .shared_up = w.shared.up.type,
+                              .shared_down = w.shared.down.type});
+  }
+  return formats;
+}
+
 uint64_t Model::dense_bytes() const {
   uint64_t tensors = 0;
   for (const auto& tensor : file_->tensors()) tensors += tensor.n_bytes;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gguf/gguf_file.h"
+#include "backend/weight_formats.h"
 #include "model/model_config.h"
 #include "model/weights.h"
 
@@ -31,6 +32,8 @@ class Model {
   std::shared_ptr<const gguf::GgufFile> shared_file() const { return file_; }
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  // The formats of the weights, for the backend's scratch.
+  WeightFormats weight_formats() const;
   // Bytes of everything but the routed experts (what must stay resident).
   uint64_t dense_bytes() const;
   // Weight bytes one decode step reads: every dense matrix but the embedding table (one row),

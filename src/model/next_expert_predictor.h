@@ -8,7 +8,7 @@
 // hold 48.6 % of the next token's experts in a layer's top quarter on strata-tiny-moe), but the
 // hidden state carries what the model expects next. A map fitted by least squares on a few
 // dozen documents holds ~71 % on held-out ones; a decayed count of past picks, ~56 %
-// (README "Cache lab"). Two tokens ahead by default: in the real arena at 25 % on those
+// (docs/cache-lab.md). Two tokens ahead by default: in the real arena at 25 % on those
 // documents, hits 59.6 % with one, 59.9 % with two, 59.8 % with three. Why look beyond one
 // token: in a simulation of the policy, perfect estimates for the next token alone would reach
 // 0.84 of MIN's hits, for the next two 0.89 (bench/experiments/next_expert_predictor).

@@ -7,7 +7,7 @@
 //
 // The ridge term is relative: ridge * (mean diagonal of sum x x^T) is added to the diagonal of
 // the weights' part (not the bias), so it means the same whatever the scale of the hidden
-// state. On strata-tiny-moe's held-out documents 1e-3..1e-2 were best (README "Cache lab").
+// state. On strata-tiny-moe's held-out documents 1e-3..1e-2 were best (docs/cache-lab.md).
 //
 // Thread-compatibility: one thread at a time.
 #pragma once

@@ -5,15 +5,17 @@
 #include <algorithm>
 #include <set>
 #include <span>
-#include <thread>
 #include <vector>
 
+#include "base/interrupt.h"
+#include "base/output_path.h"
 #include "base/progress.h"
+#include "cpu/kernels/format_kernels.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "cpu/thread_pool.h"
 #include "gguf/tensor_types.h"
 #include "model/model.h"
 #include "model/tensor_data.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -64,6 +66,7 @@ struct Requantizer {
         std::max<int64_t>(1, int64_t(kChunkBytes / target_row_bytes) / kQ4_0GroupRows) *
         kQ4_0GroupRows;
     const bool grouped = grouped_in_file(input, tensor);
+    const QuantizeRowFn quantize_row = format_kernels(target.type).quantize_row;
     for (auto& row : scratch) row.resize(size_t(row_length));
     for (int64_t first = 0; first < n_rows; first += chunk_rows) {
       const int64_t n = std::min(chunk_rows, n_rows - first);
@@ -75,9 +78,11 @@ struct Requantizer {
       }
       buffer.resize(size_t(n) * target_row_bytes);
       pool.parallel_for(n, [&](int64_t row, int thread) {
+        // The workers stop too: the chunk is then dropped (write_tensor_data fails).
+        if (interrupted()) return;
         float* values = scratch[size_t(thread)].data();
         source.dequantize_row(source_rows + size_t(row) * source_row_bytes, values, row_length);
-        target.quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
+        quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
       });
       STRATA_RETURN_IF_ERROR(writer.write_tensor_data(buffer));
       if (progress) progress->advance(buffer.size());
@@ -128,12 +133,10 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
   }
 
   STRATA_RETURN_IF_ERROR(writer.begin());
-  const int n_threads = options.n_threads > 0
-                            ? options.n_threads
-                            : std::max(1, int(std::thread::hardware_concurrency()));
-  ThreadPool pool(n_threads);
-  Requantizer requantizer{file, target, pool, writer, options.progress, {}, {}};
-  requantizer.scratch.resize(size_t(pool.size()));
+  const int n_threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(n_threads));
+  Requantizer requantizer{file, target, *pool, writer, options.progress, {}, {}};
+  requantizer.scratch.resize(size_t(pool->size()));
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& tensor = file.tensors()[i];
     if (is_expert[i]) {
@@ -157,7 +160,8 @@ Result<RequantizeSummary> requantize_model_file(const std::string& input_path,
                                                 const std::string& output_path,
                                                 const RequantizeOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const auto input, gguf::GgufFile::open(input_path));
-  STRATA_RETURN_IF_ERROR(gguf::check_derived_output(input_path, output_path, options.overwrite));
+  STRATA_RETURN_IF_ERROR(check_output_path(output_path, gguf::model_inputs(*input),
+                                           existing_output(options.overwrite)));
   gguf::GgufWriter writer(output_path);
   STRATA_ASSIGN_OR_RETURN(RequantizeSummary summary, requantize_experts(input, options, writer));
   STRATA_RETURN_IF_ERROR(writer.finish());

@@ -61,8 +61,9 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
                                              const RequantizeOptions& options,
                                              gguf::GgufWriter& writer);
 
-// File to file: refuses to write over `input_path` (even with overwrite) and over an existing
-// `output_path` unless options.overwrite; `output_path` appears complete or not at all.
+// File to file, by the rule of base/output_path.h: never over a file of the input (even with
+// overwrite), over an existing `output_path` only with options.overwrite; `output_path`
+// appears complete or not at all.
 Result<RequantizeSummary> requantize_model_file(const std::string& input_path,
                                                 const std::string& output_path,
                                                 const RequantizeOptions& options);

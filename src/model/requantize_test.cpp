@@ -218,7 +218,8 @@ TEST_F(RequantizeTest, RefusesToOverwriteTheInputEvenWithOverwrite) {
   for (const std::string& output : {input, path("link.gguf")}) {
     const auto summary = requantize_model_file(input, output, options);
     ASSERT_FALSE(summary.ok());
-    EXPECT_EQ(summary.status().message(), output + ": is the input file; refusing to overwrite it");
+    EXPECT_EQ(summary.status().message(), output + ": is an input of this command (the model " +
+                                              input + "); refusing to overwrite it");
   }
   EXPECT_EQ(fs::file_size(input), size);
   EXPECT_TRUE(fs::is_symlink(path("link.gguf")));
@@ -231,7 +232,7 @@ TEST_F(RequantizeTest, ReplacesAnExistingOutputOnlyWhenAsked) {
   options.expert_type = QuantType::kQ4_0;
   const auto refused = requantize_model_file(kQ8Model, output, options);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().message(), output + ": already exists (--force replaces it)");
+  EXPECT_EQ(refused.status().message(), output + ": exists; --force replaces it");
   EXPECT_EQ(fs::file_size(output), 7u);
   options.overwrite = true;
   const auto replaced = requantize_model_file(kQ8Model, output, options);

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cpu/kernels/q4_0_groups.h"
 #include "gguf/tensor_types.h"
 #include "model/tensor_data.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -49,7 +49,8 @@ Result<const gguf::TensorInfo*> TensorBinder::find(const std::string& name,
   if (tensor->shape != expected)
     return error(fmt::format("tensor {} has shape [{}], but the hyper-parameters imply [{}]", name,
                              fmt::join(tensor->shape, ", "), fmt::join(expected, ", ")));
-  if (!find_quant_traits(tensor->type_id) || !find_quant_traits(tensor->type_id)->vec_dot_scalar) {
+  if (!find_quant_traits(tensor->type_id) ||
+      !find_quant_traits(tensor->type_id)->vec_dot_reference) {
     const auto* info = gguf::find_tensor_type(tensor->type_id);
     return error(fmt::format("tensor {} has type {}, which Strata cannot compute with", name,
                              info ? info->name : std::string_view("?")));

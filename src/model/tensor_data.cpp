@@ -6,8 +6,8 @@
 
 #include "base/populate_mapping.h"
 #include "base/progress.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "cpu/thread_pool.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -37,7 +37,57 @@ bool is_unit_layout_expert_name(std::string_view name) {
   return consume_number(name) && name == ".weight";
 }
 
+// The tensors load() reads, by offset in the file.
+std::vector<const gguf::TensorInfo*> tensors_to_load(const gguf::GgufFile& file,
+                                                     LoadedTensorData::Contents contents) {
+  std::vector<const gguf::TensorInfo*> wanted;
+  for (const auto& tensor : file.tensors())
+    if (contents == LoadedTensorData::Contents::kAll || !is_routed_expert_tensor(tensor))
+      wanted.push_back(&tensor);
+  std::sort(wanted.begin(), wanted.end(),
+            [](const auto* a, const auto* b) { return a->offset < b->offset; });
+  return wanted;
+}
+
+// Tensors are read in runs: a run is the aligned range covering tensors that follow each
+// other in the file, read into a slot of its own; the widening costs at most two alignment
+// units per run. The reader fills what lies past the end of the file (up to the next
+// alignment unit) with zeros, so the tensor that ends the file needs no special case.
+struct Run {
+  uint64_t file_begin, file_end, slot;
+};
+struct Runs {
+  std::vector<Run> runs;
+  std::vector<size_t> run_of;  // per wanted tensor
+  uint64_t total = 0;          // bytes of all runs
+};
+
+Runs plan_runs(const std::vector<const gguf::TensorInfo*>& wanted, uint64_t alignment) {
+  auto align_down = [&](uint64_t offset) { return offset / alignment * alignment; };
+  auto align_up = [&](uint64_t offset) { return align_down(offset + alignment - 1); };
+  Runs plan;
+  plan.run_of.resize(wanted.size());
+  for (size_t t = 0; t < wanted.size(); ++t) {
+    const uint64_t begin = align_down(wanted[t]->offset);
+    const uint64_t end = align_up(wanted[t]->offset + wanted[t]->n_bytes);
+    if (plan.runs.empty() || begin > plan.runs.back().file_end) {
+      plan.runs.push_back({begin, end, plan.total});
+    } else {
+      plan.total -= plan.runs.back().file_end - plan.runs.back().file_begin;
+      plan.runs.back().file_end = std::max(plan.runs.back().file_end, end);
+    }
+    plan.total += plan.runs.back().file_end - plan.runs.back().file_begin;
+    plan.run_of[t] = plan.runs.size() - 1;
+  }
+  return plan;
+}
+
 }  // namespace
+
+uint64_t LoadedTensorData::bytes_to_load(const gguf::GgufFile& file, size_t alignment,
+                                         Contents contents) {
+  return plan_runs(tensors_to_load(file, contents), alignment).total;
+}
 
 bool is_routed_expert_tensor(const gguf::TensorInfo& tensor) {
   return tensor.shape.size() == 3 || is_unit_layout_expert_name(tensor.name);
@@ -93,35 +143,11 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
   STRATA_RETURN_IF_ERROR(check_row_groups_key(file));
   const uint64_t alignment = reader.alignment();
   auto align_down = [&](uint64_t offset) { return offset / alignment * alignment; };
-  auto align_up = [&](uint64_t offset) { return align_down(offset + alignment - 1); };
-  std::vector<const gguf::TensorInfo*> wanted;
-  for (const auto& tensor : file.tensors())
-    if (contents == Contents::kAll || !is_routed_expert_tensor(tensor)) wanted.push_back(&tensor);
-  std::sort(wanted.begin(), wanted.end(),
-            [](const auto* a, const auto* b) { return a->offset < b->offset; });
-
-  // Tensors are read in runs: a run is the aligned range covering tensors that follow each
-  // other in the file, read into a slot of its own; the widening costs at most two alignment
-  // units per run. The reader fills what lies past the end of the file (up to the next
-  // alignment unit) with zeros, so the tensor that ends the file needs no special case.
-  struct Run {
-    uint64_t file_begin, file_end, slot;
-  };
-  std::vector<Run> runs;
-  std::vector<size_t> run_of(wanted.size());
-  uint64_t total = 0;
-  for (size_t t = 0; t < wanted.size(); ++t) {
-    const uint64_t begin = align_down(wanted[t]->offset);
-    const uint64_t end = align_up(wanted[t]->offset + wanted[t]->n_bytes);
-    if (runs.empty() || begin > runs.back().file_end) {
-      runs.push_back({begin, end, total});
-    } else {
-      total -= runs.back().file_end - runs.back().file_begin;
-      runs.back().file_end = std::max(runs.back().file_end, end);
-    }
-    total += runs.back().file_end - runs.back().file_begin;
-    run_of[t] = runs.size() - 1;
-  }
+  const std::vector<const gguf::TensorInfo*> wanted = tensors_to_load(file, contents);
+  const Runs plan = plan_runs(wanted, alignment);
+  const std::vector<Run>& runs = plan.runs;
+  const std::vector<size_t>& run_of = plan.run_of;
+  const uint64_t total = plan.total;
   auto loaded = std::unique_ptr<LoadedTensorData>(new LoadedTensorData());
   if (total > 0) {
     // On huge pages, as the mapped path's page cache is: these are the weights every token
@@ -156,8 +182,8 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
     covered = std::max(covered, end);
   }
   std::vector<Status> failures(chunks.size());
-  ThreadPool pool(kLoadThreads);
-  pool.parallel_for(int64_t(chunks.size()), [&](int64_t c, int) {
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<ThreadPool> pool, ThreadPool::start(kLoadThreads));
+  pool->parallel_for(int64_t(chunks.size()), [&](int64_t c, int) {
     const Chunk& chunk = chunks[size_t(c)];
     failures[size_t(c)] = reader.read(memory_at(run_of[chunk.tensor], chunk.file_begin),
                                       chunk.file_begin, chunk.length);
@@ -168,7 +194,7 @@ Result<std::unique_ptr<LoadedTensorData>> LoadedTensorData::load(const gguf::Ggu
       return failures[c].with_prefix(
           fmt::format("loading tensor {}", wanted[chunks[c].tensor]->name));
 
-  pool.parallel_for(int64_t(wanted.size()), [&](int64_t t, int) {
+  pool->parallel_for(int64_t(wanted.size()), [&](int64_t t, int) {
     const gguf::TensorInfo& tensor = *wanted[size_t(t)];
     // An expert stack [n_expert][rows][n_in] groups as n_expert * rows rows: rows is a
     // multiple of the group, so no group straddles two experts.

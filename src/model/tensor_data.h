@@ -4,7 +4,7 @@
 // or everything, in resident mode when some tensors are to be grouped.
 //
 // Weights copied into memory of our own are kept the way the kernels read them fastest: Q4_0
-// matrices in row groups (quant/q4_0_groups.h) where this CPU has the grouped kernel. Weights
+// matrices in row groups (cpu/kernels/q4_0_groups.h) where this CPU has the grouped kernel. Weights
 // used in place in the mapping stay as the file has them. grouped() says which is which; the
 // arena groups the expert slices it reads by the same rule (grouped_when_copied).
 //
@@ -56,7 +56,8 @@ bool grouped_in_file(const gguf::GgufFile& file, const gguf::TensorInfo& tensor)
 // Whether resident mode copies the file's tensors rather than computing on the mapping: when
 // any is grouped in memory or in the file. A copy is on huge pages, where the file's pages are
 // mapped 4 KiB at a time: a --grouped 30B-A3B shape decoded 7.6-11 tok/s on the mapping against
-// 14-17 copied (README). And a grouped file needs a copy, ungrouped, without the kernel.
+// 14-17 copied (docs/streaming.md). And a grouped file needs a copy, ungrouped, without the
+// kernel.
 bool copied_when_resident(const gguf::GgufFile& file);
 // Rewrites n_rows Q4_0 rows of n weights from one order to the other (grouped or not), or
 // leaves them where the two agree.
@@ -91,6 +92,9 @@ class LoadedTensorData final : public TensorData {
   static Result<std::unique_ptr<LoadedTensorData>> load(const gguf::GgufFile& file,
                                                         FileReader& reader, Contents contents,
                                                         class ProgressBar* progress);
+  // The bytes load() allocates with a reader of this alignment: the tensors, the gaps between
+  // those that follow each other, and each run widened to the alignment at both ends.
+  static uint64_t bytes_to_load(const gguf::GgufFile& file, size_t alignment, Contents contents);
   const uint8_t* data(const gguf::TensorInfo& tensor) const override;
   bool grouped(const gguf::TensorInfo& tensor) const override {
     return grouped_when_copied(tensor);

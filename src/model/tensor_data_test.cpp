@@ -9,8 +9,8 @@
 #include <iterator>
 #include <vector>
 
+#include "cpu/kernels/q4_0_groups.h"
 #include "experts/fault_injecting_reader.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 namespace {
@@ -52,6 +52,21 @@ TEST(LoadedTensorData, DenseLeavesTheExpertsOut) {
       LoadedTensorData::load(*file, *reader, LoadedTensorData::Contents::kDense, nullptr).value();
   for (const auto& tensor : file->tensors())
     EXPECT_EQ(loaded->data(tensor) == nullptr, is_routed_expert_tensor(tensor)) << tensor.name;
+}
+
+// The memory plan counts the dense weights with bytes_to_load() before anything is read.
+TEST(LoadedTensorData, BytesToLoadIsWhatLoadAllocates) {
+  auto file = gguf::GgufFile::open(kModel).value();
+  for (const size_t alignment : {size_t(512), size_t(4096)})
+    for (const auto contents :
+         {LoadedTensorData::Contents::kDense, LoadedTensorData::Contents::kAll}) {
+      auto reader = FaultInjectingReader::over_bytes(kModel, file_bytes(kModel), alignment);
+      auto loaded = LoadedTensorData::load(*file, *reader, contents, nullptr).value();
+      EXPECT_EQ(LoadedTensorData::bytes_to_load(*file, alignment, contents), loaded->bytes())
+          << alignment;
+    }
+  EXPECT_GT(LoadedTensorData::bytes_to_load(*file, 4096, LoadedTensorData::Contents::kDense),
+            dense_tensor_bytes(*file));
 }
 
 TEST(LoadedTensorData, ReadErrorNamesFileAndTensor) {

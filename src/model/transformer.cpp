@@ -10,12 +10,14 @@ namespace strata {
 Transformer::Transformer(std::shared_ptr<const Model> model, ExpertStore& experts, Backend& backend)
     : model_(std::move(model)), config_(model_->config()), experts_(experts), backend_(backend) {}
 
-uint64_t Transformer::scratch_bytes(const Backend& backend, const ModelConfig& c, int64_t batch,
-                                    int64_t n_ctx, bool all_logits) {
-  const ScratchShape shape{.max_tokens = batch,
-                           .n_ctx = n_ctx,
-                           .all_logits = all_logits,
-                           .next_visit_scores = NextExpertPredictor::kMaxHorizon * c.n_expert};
+uint64_t Transformer::scratch_bytes(const Backend& backend, const Model& model, int64_t batch,
+                                    int64_t n_ctx, bool all_logits, bool next_expert_predictor) {
+  const ModelConfig& c = model.config();
+  const ScratchShape shape{
+      .max_tokens = batch,
+      .n_ctx = n_ctx,
+      .all_logits = all_logits,
+      .next_visit_scores = next_expert_predictor ? NextExpertPredictor::kMaxHorizon * c.n_expert : 0};
   const uint64_t routed = uint64_t(batch * c.n_expert_used), n_expert = uint64_t(c.n_expert);
   // row_of_pick_, token_of_row_; expert_rows_, expert_offsets_; resident_, used_, best ranks,
   // predictions, jobs and the next-visit scores.

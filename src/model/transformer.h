@@ -89,8 +89,8 @@ class Transformer {
   void release_scratch();
   // The scratch forward() uses for batches of up to `batch` tokens with `n_ctx` positions: the
   // backend's and the routing bookkeeping's, the line the memory plan counts.
-  static uint64_t scratch_bytes(const Backend& backend, const ModelConfig& config, int64_t batch,
-                                int64_t n_ctx, bool all_logits);
+  static uint64_t scratch_bytes(const Backend& backend, const Model& model, int64_t batch,
+                                int64_t n_ctx, bool all_logits, bool next_expert_predictor);
 
  private:
   Status moe_block(int layer, BatchActivations& batch);

@@ -6,11 +6,12 @@
 #include <span>
 #include <vector>
 
+#include "base/output_path.h"
 #include "base/progress.h"
+#include "cpu/kernels/q4_0_groups.h"
 #include "model/model.h"
 #include "model/tensor_binder.h"
 #include "model/tensor_data.h"
-#include "quant/q4_0_groups.h"
 
 namespace strata {
 
@@ -104,7 +105,8 @@ Result<RepackSummary> repack_model_file(const std::string& input_path,
                                         const std::string& output_path,
                                         const RepackOptions& options, ProgressBar* progress) {
   STRATA_ASSIGN_OR_RETURN(const auto input, gguf::GgufFile::open(input_path));
-  STRATA_RETURN_IF_ERROR(gguf::check_derived_output(input_path, output_path, options.overwrite));
+  STRATA_RETURN_IF_ERROR(check_output_path(output_path, gguf::model_inputs(*input),
+                                           existing_output(options.overwrite)));
   gguf::GgufWriter writer(output_path);
   STRATA_ASSIGN_OR_RETURN(RepackSummary summary,
                           write_expert_layout(input, options, writer, progress));

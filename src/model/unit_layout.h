@@ -40,7 +40,7 @@ enum class ExpertFileLayout {
 
 struct RepackOptions {
   ExpertFileLayout layout = ExpertFileLayout::kUnits;
-  // Store Q4_0 matrices in row groups (quant/q4_0_groups.h, model/tensor_data.h), the order
+  // Store Q4_0 matrices in row groups (cpu/kernels/q4_0_groups.h, model/tensor_data.h), the order
   // the AVX-512 kernel reads: nothing to group when loading or after each read of an expert.
   // Only Strata reads such a file; without it, rows are written in the GGUF order.
   bool grouped_rows = false;
@@ -61,8 +61,8 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
                                           const RepackOptions& options, gguf::GgufWriter& writer,
                                           ProgressBar* progress);
 
-// Opens `input_path`, writes `output_path` as `options` say. Refuses to replace the input (or a
-// link to it), and an existing output unless `options.overwrite`.
+// Opens `input_path`, writes `output_path` as `options` say, by the rule of base/output_path.h:
+// never over a file of the input, over an existing output only with `options.overwrite`.
 Result<RepackSummary> repack_model_file(const std::string& input_path,
                                         const std::string& output_path,
                                         const RepackOptions& options, ProgressBar* progress);

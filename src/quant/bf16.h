@@ -15,7 +15,5 @@ void dequantize_row_bf16(const void* blocks, float* out, int64_t n);
 void quantize_row_bf16(const float* in, void* blocks, int64_t n);
 void vec_dot_bf16_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                          float* out);
-void vec_dot_bf16_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                       float* out);
 
 }  // namespace strata

@@ -2,9 +2,6 @@
 // activations (converted with round to nearest even, as ggml does) and sum in float.
 #include "quant/f16.h"
 
-#include "base/cpu_features.h"
-#include "quant/activation_rows.h"
-
 #include <cstring>
 
 namespace strata {
@@ -22,19 +19,11 @@ void dequantize_row_f16(const void* blocks, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = load_half(static_cast<const uint8_t*>(blocks), i);
 }
 
-void activation_rows::convert_f16_scalar(const float* in, void* halves, int64_t n) {
+void quantize_row_f16(const float* in, void* blocks, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const fp16_t h = fp32_to_fp16(in[i]);
-    std::memcpy(static_cast<uint8_t*>(halves) + i * 2, &h, 2);
+    std::memcpy(static_cast<uint8_t*>(blocks) + i * 2, &h, 2);
   }
-}
-
-// The same bytes from either implementation, NaN payloads aside (activation_rows.h).
-void quantize_row_f16(const float* in, void* blocks, int64_t n) {
-  if (simd_level() == SimdLevel::kAvx2)
-    activation_rows::convert_f16_avx2(in, blocks, n);
-  else
-    activation_rows::convert_f16_scalar(in, blocks, n);
 }
 
 // Products of the exact float values summed in double, as ggml's generic ggml_vec_dot_f16.

@@ -26,9 +26,5 @@ void dequantize_row_iq4_nl(const void* blocks, float* out, int64_t n);
 void quantize_row_iq4_nl(const float* in, void* blocks, int64_t n);
 void vec_dot_iq4_nl_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                            float* out);
-void vec_dot_iq4_nl_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                         float* out);
-void vec_dot_rows_iq4_nl_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
-                              float* out);
 
 }  // namespace strata

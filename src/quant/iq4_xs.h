@@ -21,7 +21,5 @@ void dequantize_row_iq4_xs(const void* blocks, float* out, int64_t n);
 void quantize_row_iq4_xs(const float* in, void* blocks, int64_t n);
 void vec_dot_iq4_xs_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                            float* out);
-void vec_dot_iq4_xs_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                         float* out);
 
 }  // namespace strata

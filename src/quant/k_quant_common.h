@@ -1,6 +1,6 @@
 // Scalar pieces shared by the 256-weight super-block formats (Q2_K..Q6_K, IQ4_XS, Q8_K): block
 // access at any address, ggml's rounding helper and the scale/minimum search of the reference
-// quantizers. Internal to quant/.
+// quantizers. Internal to quant/ and its kernels in the backends (cpu/kernels/).
 //
 // Everything here is `static` (internal linkage) on purpose: an inline function is emitted in every
 // file that uses it and the linker keeps one copy, which may be the copy compiled with -mavx2 in a
@@ -32,12 +32,6 @@ template <class Block>
 static void store(void* row, int64_t index, const Block& block) {
   std::memcpy(static_cast<uint8_t*>(row) + index * int64_t(sizeof(Block)), &block, sizeof(Block));
 }
-
-// The two implementations behind quantize_row_q8_k: the scalar reference (q8_k.cpp) and an AVX2
-// version (q8_k_avx2.cpp) writing the same bytes for every finite input, which quantize_row_q8_k
-// calls when simd_level() is kAvx2. REQUIRES for the AVX2 one: simd_level() == SimdLevel::kAvx2.
-void quantize_q8_k_scalar(const float* in, void* blocks, int64_t n);
-void quantize_q8_k_avx2(const float* in, void* blocks, int64_t n);
 
 // Rounds to the nearest integer, ties to even, as ggml's nearest_int (which adds 1.5 * 2^23 and
 // lets the FPU round). The quantizers' codes depend on the tie rule.

@@ -2,7 +2,6 @@
 // round-trip error bounds on several distributions and magnitudes, zeros, constant rows, and
 // the activation quantizer (Q8_0, Q8_1) against a model of llama.cpp's AVX2 instructions.
 // (Bit-exactness against llama-quantize's output is in legacy_golden_test.cpp.)
-#include "quant/activation_rows.h"
 #include "quant/legacy_test_util.h"
 
 #include <gtest/gtest.h>
@@ -74,30 +73,6 @@ int stored_quant(const Format& f, const uint8_t* block, int j) {
   }
 }
 
-std::vector<float> random_row(int64_t n, float scale, int kind, std::mt19937& rng) {
-  std::normal_distribution<float> normal;
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) {
-    switch (kind) {
-      case 0:
-        v = normal(rng);
-        break;
-      case 1:
-        v = uniform(rng);
-        break;
-      case 2:
-        v = normal(rng) * (rng() % 32 == 0 ? 30.0f : 1.0f);
-        break;  // outliers
-      default:
-        v = uniform(rng) + 3.0f;
-        break;  // all one sign
-    }
-    v *= scale;
-  }
-  return x;
-}
-
 void expect_round_trip_within_bounds(const Format& f, const std::vector<float>& x,
                                      const std::string& what) {
   const int64_t n = int64_t(x.size());
@@ -129,7 +104,7 @@ TEST(LegacyQuantize, RoundTripWithinHalfAStep) {
     for (int kind = 0; kind < 4; ++kind)
       for (float scale : {1e-3f, 1.0f, 100.0f})
         expect_round_trip_within_bounds(
-            f, random_row(32 * 64, scale, kind, rng),
+            f, legacy_test::random_row(32 * 64, scale, kind, rng),
             "kind " + std::to_string(kind) + " scale " + std::to_string(scale));
 }
 
@@ -143,9 +118,10 @@ TEST(LegacyQuantize, HugeAndTinyValues) {
                           : f.type == QuantType::kQ5_0                           ? 65000.0f * 16
                           : f.fields.m_offset >= 0 && f.type != QuantType::kQ8_1 ? 65000.0f
                                                                                  : 65000.0f * 127;
-    expect_round_trip_within_bounds(f, random_row(32 * 16, largest, 1, rng), "huge");
-    expect_round_trip_within_bounds(f, random_row(32 * 16, 1e-6f, 1, rng), "tiny");
-    expect_round_trip_within_bounds(f, random_row(32 * 16, 1e-30f, 1, rng), "below fp16");
+    expect_round_trip_within_bounds(f, legacy_test::random_row(32 * 16, largest, 1, rng), "huge");
+    expect_round_trip_within_bounds(f, legacy_test::random_row(32 * 16, 1e-6f, 1, rng), "tiny");
+    expect_round_trip_within_bounds(f, legacy_test::random_row(32 * 16, 1e-30f, 1, rng),
+                                    "below fp16");
   }
 }
 
@@ -256,7 +232,7 @@ TEST(LegacyQuantize, IQ4_NLPicksNearestCodes) {
   std::mt19937 rng(22);
   const Format& f = legacy_test::format(QuantType::kIQ4_NL);
   for (int kind = 0; kind < 4; ++kind) {
-    const auto x = random_row(32 * 256, kind == 3 ? 1000.0f : 1.0f, kind, rng);
+    const auto x = legacy_test::random_row(32 * 256, kind == 3 ? 1000.0f : 1.0f, kind, rng);
     std::vector<uint8_t> q(f.row_bytes(int64_t(x.size())));
     f.quantize(x.data(), q.data(), int64_t(x.size()));
     const auto y = legacy_test::dequantize(f, q.data(), int64_t(x.size()));
@@ -302,65 +278,37 @@ __attribute__((target("avx2"))) void avx2_model_q8(const float* x, int8_t* qs, f
   *sum = int32_t(wrapping_sum);
 }
 
-std::vector<float> activation_test_row(std::mt19937& rng) {
-  std::vector<float> x;
-  for (float scale : {1.0f, 1e-3f, 1e4f, 1e-30f, 1e30f, 1e-38f})
-    for (int kind = 0; kind < 4; ++kind) {
-      const auto part = random_row(32 * 8, scale, kind, rng);
-      x.insert(x.end(), part.begin(), part.end());
-    }
-  // Exact ties: with max 127 the multiplier is 1, so k + 0.5 must round to even.
-  for (int k = 0; k < 31; ++k) x.push_back(float(k) - 15.5f);
-  x.push_back(127.0f);
-  // An infinity, an all-subnormal block and a zero block.
-  for (int j = 0; j < 32; ++j) x.push_back(j == 3 ? INFINITY : 1.0f);
-  for (int j = 0; j < 32; ++j) x.push_back(std::bit_cast<float>(uint32_t(j + 1)));
-  x.insert(x.end(), 32, 0.0f);
-  return x;
-}
-
-struct ActivationQuantizers {
-  const char* name;
-  QuantizeRowFn q8_0;
-  QuantizeRowFn q8_1;
-};
-
-// The scalar reference, the AVX2 version and the public functions (whichever this CPU runs)
-// must all write what llama.cpp's AVX2 instructions make of each block.
+// The reference activation quantizers must write what llama.cpp's AVX2 instructions make of each
+// block (and so must the CPU's AVX2 versions, which cpu/kernels/activation_kernels_test.cpp
+// holds to the reference's bytes on the same row).
 TEST(LegacyQuantize, ActivationsMatchLlamaCppAvx2Instructions) {
-  if (!legacy_test::cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2 to model";
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "CPU lacks AVX2 to model";
   std::mt19937 rng(23);
-  const auto x = activation_test_row(rng);
+  const auto x = legacy_test::activation_test_row(rng);
   const int64_t n = int64_t(x.size());
-  const ActivationQuantizers implementations[] = {
-      {"scalar", activation_rows::quantize_q8_0_scalar, activation_rows::quantize_q8_1_scalar},
-      {"avx2", activation_rows::quantize_q8_0_avx2, activation_rows::quantize_q8_1_avx2},
-      {"public", quantize_row_q8_0, quantize_row_q8_1},
-  };
-  for (const auto& implementation : implementations) {
-    std::vector<BlockQ8_0> q8_0(n / 32);
-    std::vector<BlockQ8_1> q8_1(n / 32);
-    implementation.q8_0(x.data(), q8_0.data(), n);
-    implementation.q8_1(x.data(), q8_1.data(), n);
-    for (int64_t b = 0; b < n / 32; ++b) {
-      int8_t qs[32];
-      float d;
-      int sum;
-      avx2_model_q8(x.data() + 32 * b, qs, &d, &sum);
-      SCOPED_TRACE(std::string(implementation.name) + " block " + std::to_string(b));
-      ASSERT_EQ(q8_0[b].d, fp32_to_fp16(d));
-      ASSERT_EQ(std::memcmp(q8_0[b].qs, qs, 32), 0);
-      ASSERT_EQ(q8_1[b].d, fp32_to_fp16(d));
-      ASSERT_EQ(q8_1[b].s, fp32_to_fp16(d * float(sum)));
-      ASSERT_EQ(std::memcmp(q8_1[b].qs, qs, 32), 0);
-    }
-    // The ties block: k + 0.5 to even, where the scalar reference would round away from zero.
-    const BlockQ8_0& ties = q8_0[n / 32 - 4];
-    EXPECT_EQ(ties.qs[0], -16);  // -15.5
-    EXPECT_EQ(ties.qs[1], -14);  // -14.5
-    EXPECT_EQ(ties.qs[16], 0);   // 0.5
-    EXPECT_EQ(ties.qs[17], 2);   // 1.5
+  std::vector<BlockQ8_0> q8_0(n / 32);
+  std::vector<BlockQ8_1> q8_1(n / 32);
+  quantize_row_q8_0(x.data(), q8_0.data(), n);
+  quantize_row_q8_1(x.data(), q8_1.data(), n);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int8_t qs[32];
+    float d;
+    int sum;
+    avx2_model_q8(x.data() + 32 * b, qs, &d, &sum);
+    SCOPED_TRACE("block " + std::to_string(b));
+    ASSERT_EQ(q8_0[b].d, fp32_to_fp16(d));
+    ASSERT_EQ(std::memcmp(q8_0[b].qs, qs, 32), 0);
+    ASSERT_EQ(q8_1[b].d, fp32_to_fp16(d));
+    ASSERT_EQ(q8_1[b].s, fp32_to_fp16(d * float(sum)));
+    ASSERT_EQ(std::memcmp(q8_1[b].qs, qs, 32), 0);
   }
+  // The ties block: k + 0.5 to even, where the weights' scalar reference would round away from
+  // zero.
+  const BlockQ8_0& ties = q8_0[n / 32 - 4];
+  EXPECT_EQ(ties.qs[0], -16);  // -15.5
+  EXPECT_EQ(ties.qs[1], -14);  // -14.5
+  EXPECT_EQ(ties.qs[16], 0);   // 0.5
+  EXPECT_EQ(ties.qs[17], 2);   // 1.5
 }
 
 __attribute__((target("f16c"))) uint16_t hardware_float_to_half(float f) {
@@ -376,16 +324,12 @@ TEST(LegacyQuantize, F16RoundsLikeF16C) {
     v = std::bit_cast<float>(uint32_t(rng()));
     if (std::isnan(v)) v = 1.0f;
   }
-  std::vector<QuantizeRowFn> converters = {activation_rows::convert_f16_scalar, quantize_row_f16};
-  if (legacy_test::cpu_has_avx2()) converters.push_back(activation_rows::convert_f16_avx2);
-  for (QuantizeRowFn convert : converters) {
-    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 40, 100000}) {
-      std::vector<uint8_t> q(size_t(n) * 2);
-      convert(x.data(), q.data(), n);
-      for (int64_t i = 0; i < n; ++i)
-        ASSERT_EQ(uint16_t(q[2 * i] | q[2 * i + 1] << 8), hardware_float_to_half(x[i]))
-            << x[i] << " n=" << n;
-    }
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 40, 100000}) {
+    std::vector<uint8_t> q(size_t(n) * 2);
+    quantize_row_f16(x.data(), q.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(uint16_t(q[2 * i] | q[2 * i + 1] << 8), hardware_float_to_half(x[i]))
+          << x[i] << " n=" << n;
   }
 }
 

@@ -16,6 +16,8 @@
 #include "quant/q8_1.h"
 #include "quant/quant_type.h"
 
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -41,9 +43,6 @@ struct Format {
   DequantizeRowFn dequantize;
   QuantizeRowFn quantize;
   VecDotFn dot_scalar;  // nullptr for Q8_1
-  VecDotFn dot_avx2;
-  VecDotRowsFn dot_rows_avx2 = nullptr;    // the 32-weight block formats
-  VecDotRowsFn dot_rows_avx512 = nullptr;  // Q4_0, Q8_0
   size_t row_bytes(int64_t n) const { return size_t(n / block_size) * block_bytes; }
 };
 
@@ -57,8 +56,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kF32,
        dequantize_row_f32,
        quantize_row_f32,
-       vec_dot_f32_scalar,
-       vec_dot_f32_avx2},
+       vec_dot_f32_scalar},
       {"f16",
        QuantType::kF16,
        1,
@@ -67,8 +65,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kF16,
        dequantize_row_f16,
        quantize_row_f16,
-       vec_dot_f16_scalar,
-       vec_dot_f16_avx2},
+       vec_dot_f16_scalar},
       {"bf16",
        QuantType::kBF16,
        1,
@@ -77,8 +74,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kBF16,
        dequantize_row_bf16,
        quantize_row_bf16,
-       vec_dot_bf16_scalar,
-       vec_dot_bf16_avx2},
+       vec_dot_bf16_scalar},
       {"q8_0",
        QuantType::kQ8_0,
        32,
@@ -87,10 +83,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_0,
        dequantize_row_q8_0,
        quantize_row_q8_0,
-       vec_dot_q8_0_scalar,
-       vec_dot_q8_0_avx2,
-       vec_dot_rows_q8_0_avx2,
-       vec_dot_rows_q8_0_avx512},
+       vec_dot_q8_0_scalar},
       {"q8_1",
        QuantType::kQ8_1,
        32,
@@ -99,7 +92,6 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_1,
        dequantize_row_q8_1,
        quantize_row_q8_1,
-       nullptr,
        nullptr},
       {"q4_0",
        QuantType::kQ4_0,
@@ -109,10 +101,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_0,
        dequantize_row_q4_0,
        quantize_row_q4_0,
-       vec_dot_q4_0_scalar,
-       vec_dot_q4_0_avx2,
-       vec_dot_rows_q4_0_avx2,
-       vec_dot_rows_q4_0_avx512},
+       vec_dot_q4_0_scalar},
       {"q4_1",
        QuantType::kQ4_1,
        32,
@@ -121,9 +110,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_1,
        dequantize_row_q4_1,
        quantize_row_q4_1,
-       vec_dot_q4_1_scalar,
-       vec_dot_q4_1_avx2,
-       vec_dot_rows_q4_1_avx2},
+       vec_dot_q4_1_scalar},
       {"q5_0",
        QuantType::kQ5_0,
        32,
@@ -132,9 +119,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_0,
        dequantize_row_q5_0,
        quantize_row_q5_0,
-       vec_dot_q5_0_scalar,
-       vec_dot_q5_0_avx2,
-       vec_dot_rows_q5_0_avx2},
+       vec_dot_q5_0_scalar},
       {"q5_1",
        QuantType::kQ5_1,
        32,
@@ -143,9 +128,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_1,
        dequantize_row_q5_1,
        quantize_row_q5_1,
-       vec_dot_q5_1_scalar,
-       vec_dot_q5_1_avx2,
-       vec_dot_rows_q5_1_avx2},
+       vec_dot_q5_1_scalar},
       {"iq4_nl",
        QuantType::kIQ4_NL,
        32,
@@ -154,9 +137,7 @@ inline const std::vector<Format>& formats() {
        QuantType::kQ8_0,
        dequantize_row_iq4_nl,
        quantize_row_iq4_nl,
-       vec_dot_iq4_nl_scalar,
-       vec_dot_iq4_nl_avx2,
-       vec_dot_rows_iq4_nl_avx2},
+       vec_dot_iq4_nl_scalar},
   };
   return table;
 }
@@ -173,11 +154,6 @@ inline std::vector<Format> weight_formats() {
   for (const auto& f : formats())
     if (f.dot_scalar) out.push_back(f);
   return out;
-}
-
-inline bool cpu_has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
 }
 
 inline void put_half(uint8_t* p, float value) {
@@ -220,6 +196,51 @@ inline std::vector<float> dequantize(const Format& f, const uint8_t* row, int64_
   std::vector<float> out(static_cast<size_t>(n));
   f.dequantize(row, out.data(), n);
   return out;
+}
+
+// A row of n floats times `scale`: kind 0 Gaussian, 1 uniform in [-1, 1], 2 Gaussian with
+// 1-in-32 outliers of 30 sigma, 3 all of one sign (uniform in [2, 4]).
+inline std::vector<float> random_row(int64_t n, float scale, int kind, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) {
+    switch (kind) {
+      case 0:
+        v = normal(rng);
+        break;
+      case 1:
+        v = uniform(rng);
+        break;
+      case 2:
+        v = normal(rng) * (rng() % 32 == 0 ? 30.0f : 1.0f);
+        break;  // outliers
+      default:
+        v = uniform(rng) + 3.0f;
+        break;  // all one sign
+    }
+    v *= scale;
+  }
+  return x;
+}
+
+// Activations that exercise every path of the activation quantizers: each magnitude from 1e-38
+// to 1e30 in each kind of row, exact ties, an infinity, an all-subnormal block and a zero block.
+inline std::vector<float> activation_test_row(std::mt19937& rng) {
+  std::vector<float> x;
+  for (float scale : {1.0f, 1e-3f, 1e4f, 1e-30f, 1e30f, 1e-38f})
+    for (int kind = 0; kind < 4; ++kind) {
+      const auto part = random_row(32 * 8, scale, kind, rng);
+      x.insert(x.end(), part.begin(), part.end());
+    }
+  // Exact ties: with max 127 the multiplier is 1, so k + 0.5 must round to even.
+  for (int k = 0; k < 31; ++k) x.push_back(float(k) - 15.5f);
+  x.push_back(127.0f);
+  // An infinity, an all-subnormal block and a zero block.
+  for (int j = 0; j < 32; ++j) x.push_back(j == 3 ? INFINITY : 1.0f);
+  for (int j = 0; j < 32; ++j) x.push_back(std::bit_cast<float>(uint32_t(j + 1)));
+  x.insert(x.end(), 32, 0.0f);
+  return x;
 }
 
 }  // namespace strata::legacy_test

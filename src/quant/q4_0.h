@@ -22,12 +22,5 @@ void dequantize_row_q4_0(const void* blocks, float* out, int64_t n);
 void quantize_row_q4_0(const float* in, void* blocks, int64_t n);
 void vec_dot_q4_0_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                          float* out);
-void vec_dot_q4_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                       float* out);
-void vec_dot_rows_q4_0_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
-                            float* out);
-// Bit-identical to vec_dot_rows_q4_0_avx2; needs AVX-512 (F, BW, VL) and VNNI.
-void vec_dot_rows_q4_0_avx512(int64_t n, const void* w, size_t w_stride, int n_rows,
-                              const void* x, float* out);
 
 }  // namespace strata

@@ -22,9 +22,5 @@ void dequantize_row_q4_1(const void* blocks, float* out, int64_t n);
 void quantize_row_q4_1(const float* in, void* blocks, int64_t n);
 void vec_dot_q4_1_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                          float* out);
-void vec_dot_q4_1_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                       float* out);
-void vec_dot_rows_q4_1_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
-                            float* out);
 
 }  // namespace strata

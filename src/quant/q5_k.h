@@ -21,10 +21,5 @@ void dequantize_row_q5_k(const void* blocks, float* out, int64_t n);
 void quantize_row_q5_k(const float* in, void* blocks, int64_t n);
 void vec_dot_q5_k_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                          float* out);
-void vec_dot_q5_k_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                       float* out);
-// The AVX2 kernel's results to the bit, faster on groups of columns. REQUIRES: avx512_vnni().
-void vec_dot_q5_k_avx512(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                         float* out);
 
 }  // namespace strata

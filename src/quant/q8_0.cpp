@@ -3,8 +3,6 @@
 //   bytes 2-33  qs[32]  int8 quants; weight j = qs[j] * d
 #include "quant/q8_0.h"
 
-#include "base/cpu_features.h"
-#include "quant/activation_rows.h"
 #include "quant/block32.h"
 
 namespace strata {
@@ -22,20 +20,12 @@ void dequantize_row_q8_0(const void* blocks, float* out, int64_t n) {
 // reference instead, which rounds ties away from zero and multiplies by 1 / d; the two pick a
 // different quant only where x / d lies within an ulp or two of a half-integer (10 of 4.3
 // million quants of the golden Q8_0 models, legacy_golden_test.cpp).
-void activation_rows::quantize_q8_0_scalar(const float* in, void* blocks, int64_t n) {
+void quantize_row_q8_0(const float* in, void* blocks, int64_t n) {
   for (int64_t b = 0; b < n / block32::kBlockSize; ++b) {
     BlockQ8_0 block;
     block.d = fp32_to_fp16(block32::quantize_activations(in + b * 32, block.qs).d);
     block32::store(blocks, b, block);
   }
-}
-
-// The same bytes from either implementation (activation_rows.h).
-void quantize_row_q8_0(const float* in, void* blocks, int64_t n) {
-  if (simd_level() == SimdLevel::kAvx2)
-    activation_rows::quantize_q8_0_avx2(in, blocks, n);
-  else
-    activation_rows::quantize_q8_0_scalar(in, blocks, n);
 }
 
 void vec_dot_q8_0_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,

@@ -15,22 +15,15 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 
-// quantize_row_q8_0 is llama.cpp's x86 AVX2 activation quantizer (d = max|x| / 127, quants
-// x * 127 / max|x| rounded half to even; AVX2 code where the CPU has it, activation_rows.h);
-// llama-quantize's scalar reference for weights rounds halves away from zero and differs in about 1
-// quant in 400,000 (q8_0.cpp). The dot products REQUIRE activations from quantize_row_q8_0, whose
+// quantize_row_q8_0 writes what llama.cpp's x86 AVX2 activation quantizer writes (d = max|x| /
+// 127, quants x * 127 / max|x| rounded half to even), in scalar code; llama-quantize's scalar
+// reference for weights rounds halves away from zero and differs in about 1 quant in 400,000
+// (q8_0.cpp). The dot products REQUIRE activations from quantize_row_q8_0, whose
 // quants are never -128 except in blocks whose fp16 scale is 0. All functions are pure and safe to
 // call concurrently; rows may start at any byte.
 void dequantize_row_q8_0(const void* blocks, float* out, int64_t n);
 void quantize_row_q8_0(const float* in, void* blocks, int64_t n);
 void vec_dot_q8_0_scalar(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                          float* out);
-void vec_dot_q8_0_avx2(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
-                       float* out);
-void vec_dot_rows_q8_0_avx2(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
-                            float* out);
-// The AVX2 rows kernel's results to the bit. REQUIRES: avx512_vnni().
-void vec_dot_rows_q8_0_avx512(int64_t n, const void* w, size_t w_stride, int n_rows,
-                              const void* x, float* out);
 
 }  // namespace strata

@@ -5,8 +5,6 @@
 //   bytes 4-35  qs[32]  int8 quants; value j = qs[j] * d
 #include "quant/q8_1.h"
 
-#include "base/cpu_features.h"
-#include "quant/activation_rows.h"
 #include "quant/block32.h"
 
 namespace strata {
@@ -21,7 +19,7 @@ void dequantize_row_q8_1(const void* blocks, float* out, int64_t n) {
 
 // llama.cpp's x86 AVX2 quantize_row_q8_1 (see block32::quantize_activations for how it differs
 // from the scalar reference); s comes from the integer sum of the quants, as there.
-void activation_rows::quantize_q8_1_scalar(const float* in, void* blocks, int64_t n) {
+void quantize_row_q8_1(const float* in, void* blocks, int64_t n) {
   for (int64_t b = 0; b < n / block32::kBlockSize; ++b) {
     BlockQ8_1 block;
     const block32::ActivationBlock quantized = block32::quantize_activations(in + b * 32, block.qs);
@@ -29,14 +27,6 @@ void activation_rows::quantize_q8_1_scalar(const float* in, void* blocks, int64_
     block.s = fp32_to_fp16(quantized.d * float(quantized.sum));
     block32::store(blocks, b, block);
   }
-}
-
-// The same bytes from either implementation (activation_rows.h).
-void quantize_row_q8_1(const float* in, void* blocks, int64_t n) {
-  if (simd_level() == SimdLevel::kAvx2)
-    activation_rows::quantize_q8_1_avx2(in, blocks, n);
-  else
-    activation_rows::quantize_q8_1_scalar(in, blocks, n);
 }
 
 }  // namespace strata

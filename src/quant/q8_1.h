@@ -15,8 +15,8 @@ struct BlockQ8_1 {
 };
 static_assert(sizeof(BlockQ8_1) == 36);
 
-// quantize_row_q8_1 is llama.cpp's x86 AVX2 quantize_row_q8_1 (as Q8_0's, plus s). Pure, safe to
-// call concurrently; rows may start at any byte.
+// quantize_row_q8_1 writes what llama.cpp's x86 AVX2 quantize_row_q8_1 writes (as Q8_0's, plus
+// s). Pure, safe to call concurrently; rows may start at any byte.
 void dequantize_row_q8_1(const void* blocks, float* out, int64_t n);
 void quantize_row_q8_1(const float* in, void* blocks, int64_t n);
 

@@ -7,7 +7,6 @@
 // Only activations are stored this way; every k-quant and IQ4_XS dot product takes it.
 #include "quant/q8_k.h"
 
-#include "base/cpu_features.h"
 #include "quant/k_quant_common.h"
 
 #include <algorithm>
@@ -23,19 +22,11 @@ void dequantize_row_q8_k(const void* blocks, float* out, int64_t n) {
   }
 }
 
-void quantize_row_q8_k(const float* in, void* blocks, int64_t n) {
-  if (simd_level() == SimdLevel::kAvx2) {
-    kquant::quantize_q8_k_avx2(in, blocks, n);
-  } else {
-    kquant::quantize_q8_k_scalar(in, blocks, n);
-  }
-}
-
 // llama.cpp's quantize_row_q8_K, which on x86 is its scalar quantize_row_q8_K_ref: the element
 // of largest magnitude (the first one on ties) sets iscale = -127 / element, so it becomes -127
 // and the others land in [-127, 127]; values round half to even and d = 1 / iscale. An all-zero
 // block gets d = 0 and zero quants (ggml leaves its bsums unwritten; here they are zero too).
-void kquant::quantize_q8_k_scalar(const float* in, void* blocks, int64_t n) {
+void quantize_row_q8_k(const float* in, void* blocks, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const float* x = in + b * kSuperBlock;
     float amax = 0.0f, max = 0.0f;

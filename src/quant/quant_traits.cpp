@@ -1,5 +1,4 @@
 #include "base/check.h"
-#include "base/cpu_features.h"
 #include "gguf/tensor_types.h"
 #include "quant/bf16.h"
 #include "quant/f16.h"
@@ -29,54 +28,38 @@
 namespace strata {
 namespace {
 
-#define STRATA_FORMAT_ROW(Type, lower, Block, block_size, DotType)              \
-  QuantTraits {                                                                 \
-    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::DotType,     \
-        dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar, \
-        vec_dot_##lower##_avx2                                                  \
-  }
-// A format with an AVX-512 columns kernel as well.
-#define STRATA_FORMAT_ROW_AVX512(Type, lower, Block, block_size, DotType)       \
-  QuantTraits {                                                                 \
-    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::DotType,     \
-        dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar, \
-        vec_dot_##lower##_avx2, nullptr, nullptr, vec_dot_##lower##_avx512      \
-  }
-// rows_avx512: the format's AVX-512 rows kernel, or nullptr.
-#define STRATA_BLOCK32_ROW(Type, lower, Block, DotType, rows_avx512)                        \
-  QuantTraits {                                                                             \
-    QuantType::Type, #lower, 32, sizeof(Block), QuantType::DotType, dequantize_row_##lower, \
-        quantize_row_##lower, vec_dot_##lower##_scalar, vec_dot_##lower##_avx2,             \
-        vec_dot_rows_##lower##_avx2, rows_avx512                                            \
+#define STRATA_FORMAT_ROW(Type, lower, Block, block_size, DotType)             \
+  QuantTraits {                                                                \
+    QuantType::Type, #lower, block_size, sizeof(Block), QuantType::DotType,    \
+        dequantize_row_##lower, quantize_row_##lower, vec_dot_##lower##_scalar \
   }
 #define STRATA_ACTIVATION_ROW(Type, lower, Block, block_size)                                    \
   QuantTraits {                                                                                  \
     QuantType::Type, #lower, block_size, sizeof(Block), QuantType::Type, dequantize_row_##lower, \
-        quantize_row_##lower, nullptr, nullptr                                                   \
+        quantize_row_##lower, nullptr                                                            \
   }
 
 const std::array kTraits = {
     STRATA_FORMAT_ROW(kF32, f32, float, 1, kF32),
     STRATA_FORMAT_ROW(kF16, f16, uint16_t, 1, kF16),
     STRATA_FORMAT_ROW(kBF16, bf16, uint16_t, 1, kBF16),
-    STRATA_BLOCK32_ROW(kQ8_0, q8_0, BlockQ8_0, kQ8_0, vec_dot_rows_q8_0_avx512),
-    STRATA_BLOCK32_ROW(kQ4_0, q4_0, BlockQ4_0, kQ8_0, vec_dot_rows_q4_0_avx512),
-    STRATA_BLOCK32_ROW(kQ4_1, q4_1, BlockQ4_1, kQ8_1, nullptr),
-    STRATA_BLOCK32_ROW(kQ5_0, q5_0, BlockQ5_0, kQ8_0, nullptr),
-    STRATA_BLOCK32_ROW(kQ5_1, q5_1, BlockQ5_1, kQ8_1, nullptr),
-    STRATA_BLOCK32_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, kQ8_0, nullptr),
+    STRATA_FORMAT_ROW(kQ8_0, q8_0, BlockQ8_0, 32, kQ8_0),
+    STRATA_FORMAT_ROW(kQ4_0, q4_0, BlockQ4_0, 32, kQ8_0),
+    STRATA_FORMAT_ROW(kQ4_1, q4_1, BlockQ4_1, 32, kQ8_1),
+    STRATA_FORMAT_ROW(kQ5_0, q5_0, BlockQ5_0, 32, kQ8_0),
+    STRATA_FORMAT_ROW(kQ5_1, q5_1, BlockQ5_1, 32, kQ8_1),
+    STRATA_FORMAT_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, 32, kQ8_0),
     STRATA_FORMAT_ROW(kIQ4_XS, iq4_xs, BlockIQ4_XS, 256, kQ8_K),
-    STRATA_FORMAT_ROW_AVX512(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),
-    STRATA_FORMAT_ROW_AVX512(kQ4_K, q4_k, BlockQ4_K, 256, kQ8_K),
-    STRATA_FORMAT_ROW_AVX512(kQ5_K, q5_k, BlockQ5_K, 256, kQ8_K),
-    STRATA_FORMAT_ROW_AVX512(kQ6_K, q6_k, BlockQ6_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW(kQ4_K, q4_k, BlockQ4_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW(kQ5_K, q5_k, BlockQ5_K, 256, kQ8_K),
+    STRATA_FORMAT_ROW(kQ6_K, q6_k, BlockQ6_K, 256, kQ8_K),
     STRATA_ACTIVATION_ROW(kQ8_1, q8_1, BlockQ8_1, 32),
     STRATA_ACTIVATION_ROW(kQ8_K, q8_k, BlockQ8_K, 256),
 };
 
 #undef STRATA_FORMAT_ROW
-#undef STRATA_BLOCK32_ROW
 #undef STRATA_ACTIVATION_ROW
 
 // The geometry in the GGUF layer's table and our block structs must agree.
@@ -91,16 +74,7 @@ bool geometry_matches_gguf() {
 
 }  // namespace
 
-VecDotFn QuantTraits::vec_dot() const {
-  if (vec_dot_avx512 && avx512_vnni()) return vec_dot_avx512;
-  if (vec_dot_avx2 && simd_level() == SimdLevel::kAvx2) return vec_dot_avx2;
-  return vec_dot_scalar;
-}
-
-VecDotRowsFn QuantTraits::vec_dot_rows() const {
-  if (vec_dot_rows_avx512 && avx512_vnni()) return vec_dot_rows_avx512;
-  return vec_dot_rows_avx2 && simd_level() == SimdLevel::kAvx2 ? vec_dot_rows_avx2 : nullptr;
-}
+std::span<const QuantTraits> all_quant_traits() { return kTraits; }
 
 const QuantTraits* find_quant_traits(uint32_t ggml_type_id) {
   // Indexed by type id: the kernels' callers look their format up per task.
@@ -126,7 +100,7 @@ Result<QuantType> parse_quant_type(std::string_view name) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return char(std::tolower(c)); });
   for (const auto& row : kTraits)
-    if (row.name == lower && row.vec_dot_scalar) return row.type;
+    if (row.name == lower && row.vec_dot_reference) return row.type;
   return Status::errorf("unknown tensor format '{}' (try f32, f16, bf16, q8_0, q4_0, q4_k, ...)",
                         name);
 }

@@ -1,14 +1,17 @@
 // Tensor formats Strata computes with: the enum (values are ggml's type ids, so a GGUF type id
-// converts directly) and one traits row per format. Each format lives in its own file
-// (q4_0.h/.cpp, with its AVX2 kernel in q4_0_avx2.cpp) holding the block struct, the scalar
-// reference dequantizer (the specification every kernel is tested against), a reference
-// quantizer and the dot products.
+// converts directly) and one traits row per format (quant_traits.cpp). Each format lives in its
+// own file (q4_0.h/.cpp) holding the block struct, field by field, and the format's reference
+// functions: the scalar dequantizer (the specification), a quantizer, and the dot product with
+// activations in its vec_dot_type, whose numbers every backend kernel reproduces within its
+// rounding bound. Nothing here is SIMD or backend code: the CPU kernels and their table are in
+// cpu/kernels/ (format_kernels.h says how a new format plugs in there).
 #pragma once
 
 #include <strata/status.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace strata {
@@ -45,12 +48,6 @@ using QuantizeRowFn = void (*)(const float* in, void* blocks, int64_t n);
 using VecDotFn = void (*)(int64_t n, const void* w, const void* x, size_t x_stride, int n_cols,
                           float* out);
 
-// Dot products of `n_rows` weight rows (n weights each, w_stride bytes apart) with one
-// activation row x converted to the format's vec_dot_type: out[r] = sum_i w_r[i] * x[i].
-// Bit-identical to calling the format's VecDotFn per row with n_cols = 1; faster on short rows.
-using VecDotRowsFn = void (*)(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
-                              float* out);
-
 struct QuantTraits {
   QuantType type;
   std::string_view name;
@@ -59,19 +56,13 @@ struct QuantTraits {
   QuantType vec_dot_type;  // what activations are converted to before dot products
   DequantizeRowFn dequantize_row;
   QuantizeRowFn quantize_row;
-  VecDotFn vec_dot_scalar;                     // nullptr for activation-only formats (Q8_1, Q8_K)
-  VecDotFn vec_dot_avx2;                       // nullptr where there is no AVX2 kernel
-  VecDotRowsFn vec_dot_rows_avx2 = nullptr;    // the 32-weight block formats only
-  VecDotRowsFn vec_dot_rows_avx512 = nullptr;  // bit-identical to the AVX2 one; Q4_0, Q8_0
-  VecDotFn vec_dot_avx512 = nullptr;           // bit-identical to the AVX2 one; Q2_K, Q4_K-Q6_K
+  VecDotFn vec_dot_reference;  // nullptr for activation-only formats (Q8_1, Q8_K)
 
-  // The fastest kernel this CPU runs (base/cpu_features.h).
-  VecDotFn vec_dot() const;
-  // The many-rows kernel where this CPU runs one; nullptr otherwise (use vec_dot() per row).
-  VecDotRowsFn vec_dot_rows() const;
   size_t row_bytes(int64_t n) const { return size_t(n / block_size) * block_bytes; }
 };
 
+// Every format's row, in no particular order.
+std::span<const QuantTraits> all_quant_traits();
 // The row of a format Strata supports; nullptr for any other ggml type id.
 const QuantTraits* find_quant_traits(uint32_t ggml_type_id);
 // REQUIRES: `type` is a QuantType enumerator.

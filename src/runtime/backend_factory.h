@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "backend/backend.h"
+#include "backend/weight_formats.h"
 
 namespace strata {
 
@@ -17,6 +18,8 @@ struct BackendChoice {
   int n_threads = 1;  // CPU compute threads (the CPU backend's pool; the host's share otherwise)
 };
 
-Result<std::unique_ptr<Backend>> make_backend(const ModelShape& shape, const BackendChoice& choice);
+Result<std::unique_ptr<Backend>> make_backend(const ModelShape& shape,
+                                              const WeightFormats& formats,
+                                              const BackendChoice& choice);
 
 }  // namespace strata

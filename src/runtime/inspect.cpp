@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"
+#include "runtime/memory_plan.h"
 
 namespace strata {
 namespace {
@@ -85,7 +86,13 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
                "layout: one)";
   out += model->file().has(kQ4_0RowGroupsKey) ? "; Q4_0 rows grouped (strata repack --grouped)\n"
                                               : "\n";
-  out += fmt::format("dense weights     {}\n", format_bytes(model->dense_bytes()));
+  // The memory plan's line: the same tensors, read into memory in runs widened to pages.
+  out += fmt::format(
+      "dense weights     {} of tensors ({} in memory when experts stream: read {}-aligned)\n",
+      format_bytes(dense_tensor_bytes(model->file())),
+      format_bytes(LoadedTensorData::bytes_to_load(model->file(), kPageBytes,
+                                                   LoadedTensorData::Contents::kDense)),
+      alignment_text(kPageBytes));
   const int64_t n_ctx = std::min<int64_t>(model->config().n_ctx_train, 4096);
   out += fmt::format("KV cache          {} at {} tokens (F32)\n",
                      format_bytes(CpuKvCache::bytes_for(model->config(), n_ctx)), n_ctx);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 
@@ -30,7 +31,7 @@ namespace {
 // each) or 12 of a file in the unit layout (one each) at the default 2 threads. On
 // strata-tiny-moe, twice that many reads decoded 15 % slower from the stacked file; from the
 // unit layout, 4 and 12 units in flight decode equally fast and 12 bring in time the
-// read-aheads that 4 deliver late (README, "Cache lab").
+// read-aheads that 4 deliver late (docs/cache-lab.md).
 int default_io_depth(const ExpertLayout& experts, int io_threads, size_t alignment) {
   if (experts.has_large_units()) return 1;
   return std::max(1, 6 * io_threads / experts.most_reads_per_unit(alignment));
@@ -64,6 +65,28 @@ ExpertRowOrder expert_row_order(const ExpertLayout& layout) {
   return order;
 }
 
+void note(const SessionOptions& options, NoteKind kind, std::string_view line) {
+  if (options.on_note) options.on_note(kind, line);
+}
+
+// Says, once per process (bench and eval open many engines of one file), how `strata repack`
+// would write the model to stream faster, where it would: units that take three small reads
+// instead of one, or Q4_0 rows grouped after each read (only a CPU with the grouped kernel does
+// that) instead of in the file (--grouped).
+void note_faster_layout(const SessionOptions& options, bool split_reads,
+                        const ExpertRowOrder& rows) {
+  static std::atomic<bool> noted{false};
+  if (!options.on_note || !(split_reads || rows.grouped_after_read) || noted.exchange(true))
+    return;
+  note(options, NoteKind::kWarning,
+       fmt::format("note: `strata repack{}` writes this model with {}{}{}, which streams faster",
+                   rows.grouped_after_read ? " --grouped" : "",
+                   split_reads ? "each expert one read instead of three small ones" : "",
+                   split_reads && rows.grouped_after_read ? " and " : "",
+                   rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read"
+                                           : ""));
+}
+
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
                      LoadedSession& session) {
   const bool copied = copied_when_resident(*file);
@@ -77,18 +100,18 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
           file->name(), format_bytes(file->file_size()), format_bytes(available->bytes),
           available->source);
     // A mapping works, but its pages are read from disk again at every token.
-    if (!options.quiet)
-      std::fprintf(stderr,
-                   "note: %s (%s) is larger than the %s %s: mapped whole, it pages from disk at "
-                   "every token; --mem auto streams its experts instead\n",
-                   file->name().c_str(), format_bytes(file->file_size()).c_str(),
-                   format_bytes(available->bytes).c_str(), available->source.c_str());
+    note(options, NoteKind::kWarning,
+         fmt::format("note: {} ({}) is larger than the {} {}: mapped whole, it pages from disk at "
+                     "every token; --mem auto streams its experts instead",
+                     file->name(), format_bytes(file->file_size()),
+                     format_bytes(available->bytes), available->source));
   }
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
-  if (!options.quiet) progress.emplace("loading " + options.model_path, file->file_size());
+  if (options.show_progress) progress.emplace("loading " + options.model_path, file->file_size());
   STRATA_ASSIGN_OR_RETURN(auto data,
                           load_resident_tensor_data(*file, progress ? &*progress : nullptr));
+  if (progress) progress->finish();
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
   session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
   const bool grouped = file->has(kQ4_0RowGroupsKey);
@@ -110,6 +133,7 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
   request.batch = std::min(options.prefill_chunk, options.n_ctx);
   request.all_logits = options.teacher_forced;
   request.io_alignment = reader.alignment();
+  request.cache_policy = options.cache_policy;
   if (!options.next_expert_predictor_path.empty()) {
     const ModelConfig& config = described.config();
     STRATA_ASSIGN_OR_RETURN(
@@ -117,7 +141,7 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
         NextExpertPredictor::bytes_to_load(options.next_expert_predictor_path, config.n_layer,
                                            config.n_embd, config.n_expert));
   }
-  return plan_memory(described, backend, request);
+  return plan_memory(described, backend, request, available_memory());
 }
 
 // The arena's bytes: what the budget's plan leaves it (the plan is printed, and kept for
@@ -129,7 +153,11 @@ Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& des
   if (options.memory_budget > 0) {
     STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, described, backend, reader));
     session.memory_plan = plan.to_text();
-    if (!options.quiet) std::fputs(session.memory_plan.c_str(), stderr);
+    for (size_t begin = 0; begin < session.memory_plan.size();) {
+      const size_t end = session.memory_plan.find('\n', begin);
+      note(options, NoteKind::kPlan, std::string_view(session.memory_plan).substr(begin, end - begin));
+      begin = end == std::string::npos ? session.memory_plan.size() : end + 1;
+    }
     STRATA_RETURN_IF_ERROR(plan.shortfall);
     return plan.arena_bytes;
   }
@@ -173,10 +201,14 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   std::shared_ptr<LoadedTensorData> dense;
   {
     std::optional<ProgressBar> progress;
-    if (!options.quiet) progress.emplace("loading dense weights", dense_tensor_bytes(*file));
+    if (options.show_progress)
+      progress.emplace("loading dense weights",
+                       LoadedTensorData::bytes_to_load(*file, reader->alignment(),
+                                                       LoadedTensorData::Contents::kDense));
     STRATA_ASSIGN_OR_RETURN(
         dense, LoadedTensorData::load(*file, *reader, LoadedTensorData::Contents::kDense,
                                       progress ? &*progress : nullptr));
+    if (progress) progress->finish();
   }
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, dense));
   const ModelConfig& config = session.model->config();
@@ -207,14 +239,7 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   const int reads_per_unit = layout.most_reads_per_unit(reader->alignment());
   const bool split_reads = reads_per_unit > 1 && !layout.has_large_units();
   const ExpertRowOrder rows = expert_row_order(session.model->weights().experts);
-  if (!options.quiet && (split_reads || rows.grouped_after_read))
-    std::fprintf(
-        stderr,
-        "note: `strata repack --grouped` writes this model with %s%s%s, which streams "
-        "faster\n",
-        split_reads ? "each expert one read instead of three small ones" : "",
-        split_reads && rows.grouped_after_read ? " and " : "",
-        rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : "");
+  note_faster_layout(options, split_reads, rows);
   session.read_pattern =
       ExpertReadPattern{.read_bytes = largest_unit_read(layout, reader->alignment()),
                         .in_flight = store->io_backend() == IoBackend::kUring

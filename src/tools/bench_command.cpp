@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
-#include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -17,12 +17,16 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto out = std::make_shared<std::string>();
   auto plot = std::make_shared<std::string>();
   auto readahead_budget = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   command->add_option("-m,--model", options->model_paths, "model(s); several are run interleaved")
       ->required();
-  command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure");
-  command->add_option("-n,--gen-tokens", options->generated_tokens, "tokens to decode per run");
+  command->add_option("--prompt-tokens", options->prompt_lengths, "prompt lengths to measure")
+      ->check(at_least(1));
+  command->add_option("-n,--gen-tokens", options->generated_tokens, "tokens to decode per run")
+      ->check(whole_number_from(1, INT32_MAX));
   command->add_option("-r,--repetitions", options->repetitions, "runs per configuration (>= 3)");
-  command->add_option("-t,--threads", options->session.n_threads, "compute threads");
+  command->add_option("-t,--threads", options->session.n_threads, "compute threads")
+      ->check(compute_threads());
   command->add_option("--mem", options->memory_budgets,
                       "memory budgets to compare: none (all resident), a size (4G) or a share of "
                       "the model file (25%)");
@@ -30,14 +34,21 @@ void add_bench_command(CLI::App& app, Action& action) {
                     "fresh session and dropped page cache before every run (root)");
   add_streaming_flags(command, options->session, *readahead_budget);
   add_device_flags(command, options->session);
-  command->add_option("--prompt-file", options->prompt_file, "prompt text (default: built-in)");
-  command->add_option("-o,--out", *out, "write the JSON record here")->check(file_to_write());
-  command
-      ->add_option("--plot", *plot,
-                   "write an SVG chart here: decode as a share of its bound, and disk busy")
-      ->check(file_to_write());
-  command->callback([&action, options, out, plot, readahead_budget] {
-    action = [options, out, plot, readahead_budget] {
+  command->add_option("--prompt-file", options->prompt_file, "prompt text")
+      ->default_str("a built-in one");
+  command->add_option("-o,--out", *out, "write the JSON record here");
+  command->add_option("--plot", *plot,
+                      "write an SVG chart here: decode as a share of its bound, and disk busy");
+  command->add_flag("--force", *force, "replace existing --out and --plot files (never an input)");
+  command->callback([&action, options, out, plot, readahead_budget, force] {
+    action = [options, out, plot, readahead_budget, force] {
+      CommandInputs inputs;
+      for (const std::string& model : options->model_paths) inputs.add_model(model);
+      inputs.add_file("the prompt file", options->prompt_file)
+          .add_file("the predictor", options->session.next_expert_predictor_path);
+      if (const Status status = inputs.check_outputs({*out, *plot}, *force); !status.ok())
+        return report_failure(status);
+      print_engine_notes(options->session);
       options->command_line = command_line();
       if (!readahead_budget->empty()) {
         const auto budget = parse_readahead_budget(*readahead_budget);

@@ -13,11 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/svg_chart.h"
 #include "experts/lab/cache_simulator.h"
 #include "experts/replacement_policy.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 
 namespace strata::tools {
 namespace {
@@ -31,6 +33,7 @@ struct CachesimFlags {
   uint64_t prefill_chunk = 0;
   uint32_t readahead = 0;
   std::string out_path, json_path, plot_path;
+  bool force = false;
 };
 
 enum class Phase { kAll, kPrompt, kGenerated };
@@ -112,6 +115,7 @@ Result<Study> run_study(const CachesimFlags& flags) {
     for (const std::string& policy : study.policies) {
       auto& by_trace = by_policy.emplace_back();
       for (const ExpertTrace& trace : study.traces) {
+        if (interrupted()) return interrupted_error();
         STRATA_ASSIGN_OR_RETURN(CacheRun run, replay(trace, policy,
                                                      {size.capacity, flags.scan_prompt,
                                                       flags.prefill_chunk, flags.readahead}));
@@ -291,6 +295,11 @@ std::string plot(const Study& s) {
 }
 
 int cachesim(const CachesimFlags& flags) {
+  CommandInputs inputs;
+  for (const std::string& trace : flags.traces) inputs.add_file("the trace", trace);
+  const Status writable =
+      inputs.check_outputs({flags.out_path, flags.json_path, flags.plot_path}, flags.force);
+  if (!writable.ok()) return report_failure(writable);
   const auto study = run_study(flags);
   if (!study.ok()) return report_failure(study.status());
   const std::string md = markdown(study.value(), flags);
@@ -326,18 +335,21 @@ void add_cachesim_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   command->add_flag("--scan-prompt", flags->scan_prompt,
                     "insert the units of prompt tokens as scan units");
-  command->add_option("--prefill-chunk", flags->prefill_chunk,
-                      "replay the prompt as the arena's prefill, in chunks of this many tokens "
-                      "(0: token by token)");
-  command->add_option("--readahead", flags->readahead,
-                      "insert each token's top N predictions for the next layer (traces "
-                      "recorded with predictions)");
-  command->add_option("-o,--out", flags->out_path, "write the Markdown report here, not to stdout")
-      ->check(file_to_write());
-  command->add_option("--json", flags->json_path, "write the results as JSON")
-      ->check(file_to_write());
-  command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size")
-      ->check(file_to_write());
+  command
+      ->add_option("--prefill-chunk", flags->prefill_chunk,
+                   "replay the prompt as the arena's prefill, in chunks of this many tokens "
+                   "(0: token by token)")
+      ->check(at_least(0));
+  command
+      ->add_option("--readahead", flags->readahead,
+                   "insert each token's top N predictions for the next layer (traces "
+                   "recorded with predictions)")
+      ->check(at_least(0));
+  command->add_option("-o,--out", flags->out_path, "write the Markdown report here, not to stdout");
+  command->add_option("--json", flags->json_path, "write the results as JSON");
+  command->add_option("--plot", flags->plot_path, "write an SVG plot of hit rate vs arena size");
+  command->add_flag("--force", flags->force,
+                    "replace existing -o, --json and --plot files (never an input)");
   command->callback([&action, flags] { action = [flags] { return cachesim(*flags); }; });
 }
 

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <string>
+
+#include "cpu/thread_pool.h"
+#include "experts/replacement_policy.h"
 
 namespace strata::tools {
 
@@ -24,6 +28,37 @@ inline CLI::Validator at_least(long long minimum) {
       fmt::format("INT>={}", minimum));
 }
 
+// A whole number in [minimum, maximum]: "--threads: must be a whole number from 0 to 512 (got
+// '100000')". For counts that size something (threads, queues) and would fail, or wrap, far out.
+inline CLI::Validator whole_number_from(long long minimum, long long maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        long long value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < minimum || value > maximum)
+          return fmt::format("must be a whole number from {} to {} (got '{}')", minimum, maximum,
+                             text);
+        return std::string();
+      },
+      fmt::format("INT in [{}, {}]", minimum, maximum));
+}
+
+// -t/--threads of every command: 0 (one per core) up to the thread pool's limit.
+inline CLI::Validator compute_threads() { return whole_number_from(0, ThreadPool::kMaxThreads); }
+
+// An expert arena replacement policy (experts/replacement_policy.h), checked whether or not
+// experts stream, so that a typo is said at once: "--cache-policy: unknown replacement policy
+// 'lifo' (known: lru, ...)".
+inline CLI::Validator replacement_policy() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        const std::vector<std::string_view> known = policy_names();
+        if (std::find(known.begin(), known.end(), name) != known.end()) return std::string();
+        return fmt::format("unknown replacement policy '{}' (known: {})", name,
+                           fmt::join(known, ", "));
+      },
+      "POLICY");
+}
+
 // A finite number that `accept` takes: "--top-p: must be a number in (0, 1] (got 'nan')". NaN
 // or a negative temperature would otherwise sample silent garbage.
 inline CLI::Validator real_number(const std::string& wanted, bool (*accept)(double)) {
@@ -35,30 +70,6 @@ inline CLI::Validator real_number(const std::string& wanted, bool (*accept)(doub
         return std::string();
       },
       "FLOAT");
-}
-
-// "DIR: no such directory" where `path`'s directory is missing, else empty.
-inline std::string missing_directory_of(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty() || std::filesystem::is_directory(parent)) return std::string();
-  return fmt::format("{}: no such directory", parent.string());
-}
-
-// A path whose directory must exist, checked before a long run starts rather than when its
-// result is ready to be written.
-inline CLI::Validator in_existing_directory() {
-  return CLI::Validator([](std::string& path) { return missing_directory_of(path); }, "PATH");
-}
-
-// A file to write after a long run (a bench, an evaluation, a trace, a run's statistics): in an
-// existing directory, and not itself a directory.
-inline CLI::Validator file_to_write() {
-  return CLI::Validator(
-      [](std::string& path) -> std::string {
-        if (std::filesystem::is_directory(path)) return fmt::format("{}: is a directory", path);
-        return missing_directory_of(path);
-      },
-      "FILE");
 }
 
 }  // namespace strata::tools

@@ -13,8 +13,14 @@ namespace strata::tools {
 
 using Action = std::function<int()>;
 
-// Prints "strata: <message>" to stderr; returns the exit code for a failed command.
+// Prints "strata: <message>" to stderr; returns the exit code for a failed command: 1, or after
+// a Ctrl-C or SIGTERM (base/interrupt.h) "strata: interrupted" and 128 + the signal's number,
+// whatever the status says (the work stopped because of it, or was cut short by it anyway).
 int report_failure(const Status& status);
+
+// A line for stderr once the command line has parsed, before the command runs: what an option
+// chose for the user (a random seed). Said after parsing so that a bad flag stays one line.
+void say_after_parsing(std::string line);
 
 // The process's arguments, for the provenance records of benchmarks.
 const std::vector<std::string>& command_line();

@@ -27,7 +27,7 @@ int inspect(InspectFlags flags) {
   // reported, not an error in the middle of the listing.
   if (const Status status = resolve_session_flags(flags.session); !status.ok())
     return report_failure(status);
-  const auto plan = Session::plan(flags.session.options);
+  const auto plan = Engine::plan(flags.session.options);
   if (!plan.ok()) return report_failure(plan.status());
   std::fputs(report.value().c_str(), stdout);
   std::fputs(plan.value().text.c_str(), stdout);

@@ -4,7 +4,10 @@
 
 #include <cstdio>
 
+#include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
+#include "tools/seed_option.h"
 
 namespace strata::tools {
 namespace {
@@ -13,6 +16,7 @@ struct MakeModelFlags {
   SyntheticModelOptions options;
   int64_t stats_tokens = 256;
   bool list = false;
+  bool force = false;
 };
 
 int make_model(const MakeModelFlags& flags) {
@@ -22,6 +26,10 @@ int make_model(const MakeModelFlags& flags) {
   }
   if (flags.options.output_path.empty())
     return report_failure(Status::error("make-model: give the output file with -o FILE"));
+  const Status writable = CommandInputs()
+                              .add_model(flags.options.vocab_path, "the vocabulary")
+                              .check_outputs({flags.options.output_path}, flags.force);
+  if (!writable.ok()) return report_failure(writable);
   const Status made = make_synthetic_model(flags.options);
   if (!made.ok()) return report_failure(made);
   std::fprintf(stderr, "wrote %s\n", flags.options.output_path.c_str());
@@ -43,14 +51,19 @@ void add_make_model_command(CLI::App& app, Action& action) {
   command->add_option("--arch", o.arch, "qwen3moe or qwen2moe");
   command->add_option("--preset", o.preset, "shape preset (see --list)");
   command->add_option("--type", o.type, "format of the 2-D weights: q4_0, q4_k, q8_0, f16, ...");
-  command->add_option("--seed", o.seed, "weights are a function of the seed");
+  add_seed_option(command, "--seed", o.seed, "seed", "weights are a function of the seed");
   command->add_option("-o,--output", o.output_path, "output GGUF file");
-  command->add_option("--vocab", o.vocab_path,
-                      "copy the tokenizer of this GGUF (default: byte-level)");
-  command->add_option("-t,--threads", o.n_threads, "threads (default: one per core)");
-  command->add_option("--stats-tokens", flags->stats_tokens,
-                      "tokens to measure routing on after writing (0: skip)");
+  command->add_option("--vocab", o.vocab_path, "copy the tokenizer of this GGUF")
+      ->default_str("a byte-level one");
+  command->add_option("-t,--threads", o.n_threads, "threads")
+      ->default_str("one per core")
+      ->check(compute_threads());
+  command
+      ->add_option("--stats-tokens", flags->stats_tokens,
+                   "tokens to measure routing on after writing (0: skip)")
+      ->check(at_least(0));
   command->add_flag("--list", flags->list, "list the presets");
+  command->add_flag("--force", flags->force, "replace an existing output (never the --vocab file)");
   command->callback([&action, flags] { action = [flags] { return make_model(*flags); }; });
 }
 

@@ -1,5 +1,5 @@
 // The flags of the commands that write a model derived from another (quantize, repack): the
-// input, the output (its directory checked before any work) and --force.
+// input, the output and --force (checked before any work, base/output_path.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,8 +7,6 @@
 #include <string>
 
 #include "gguf/gguf_file.h"
-
-#include "tools/cli_checks.h"
 
 namespace strata::tools {
 
@@ -27,9 +25,7 @@ struct ModelRewriteFlags {
 
 inline void add_model_rewrite_flags(CLI::App* command, ModelRewriteFlags& flags) {
   command->add_option("-m,--model", flags.input_path, "input GGUF model")->required();
-  command->add_option("-o,--output", flags.output_path, "output GGUF file")
-      ->required()
-      ->check(file_to_write());
+  command->add_option("-o,--output", flags.output_path, "output GGUF file")->required();
   command->add_flag("--force", flags.force, "replace an existing output (never the input)");
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/progress.h"
 #include "model/requantize.h"
+#include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/model_rewrite_flags.h"
 
@@ -36,6 +37,7 @@ int quantize(const QuantizeFlags& flags) {
     ProgressBar progress("quantize", flags.input_bytes());
     options.progress = &progress;
     summary = requantize_model_file(flags.input_path, flags.output_path, options);
+    if (summary.ok()) progress.finish();
   }
   if (!summary.ok()) return report_failure(summary.status());
   const RequantizeSummary& s = summary.value();
@@ -61,7 +63,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
                    "format of the routed experts: f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, "
                    "iq4_nl, and for rows that are multiples of 256 iq4_xs, q6_k..q2_k")
       ->required();
-  command->add_option("-t,--threads", flags->n_threads, "threads (default: one per core)");
+  command->add_option("-t,--threads", flags->n_threads, "threads")
+      ->default_str("one per core")
+      ->check(compute_threads());
   command->callback([&action, flags] { action = [flags] { return quantize(*flags); }; });
 }
 

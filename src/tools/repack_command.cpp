@@ -28,6 +28,7 @@ int repack(const RepackFlags& flags) {
   {
     ProgressBar progress("repack", flags.input_bytes());
     summary = repack_model_file(flags.input_path, flags.output_path, options, &progress);
+    if (summary.ok()) progress.finish();
   }
   if (!summary.ok()) return report_failure(summary.status());
   const RepackSummary& s = summary.value();

@@ -1,17 +1,20 @@
 // strata run -m MODEL -p TEXT: generate a continuation of a prompt, streaming it to stdout;
-// timings go to stderr (and, with --stats FILE, to a JSON file).
+// timings go to stderr (and, with --stats FILE, to a JSON file). Ctrl-C or SIGTERM ends the
+// generation early: the summary, --stats and --warm are still written, and the exit code is
+// 130 or 143.
 #include <strata/expert_counters_json.h>
 #include <strata/session.h>
-
-#include <fmt/format.h>
 
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/whole_file.h"
 #include "tools/command.h"
+#include "tools/generation_summary.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -23,9 +26,11 @@ struct RunFlags {
   std::string prompt;
   std::string prompt_file;
   std::string stats_path;
+  bool force = false;
 };
 
-Status write_stats(const std::string& path, const Session& session, int64_t prompt_tokens) {
+Status write_stats(const std::string& path, const Session& session, uint64_t seed,
+                   int64_t prompt_tokens) {
   const SessionStats& stats = session.stats();
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& step : stats.steps)
@@ -35,7 +40,10 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
                      {"compute_ms", step.ms - step.experts.host_wait_ms},
                      {"experts", expert_counters_json(step.experts)}});
   const nlohmann::json json = {
-      {"model", session.describe()},
+      {"model", session.engine().describe()},
+      {"seed", seed},
+      // Cut short by Ctrl-C or SIGTERM: the counts are what was done until then.
+      {"interrupted", interrupted()},
       {"prompt_tokens", prompt_tokens},
       {"prefill_tokens", stats.prefill_tokens},
       {"prefill_ms", stats.prefill_ms},
@@ -45,7 +53,7 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
       {"decode_compute_ms", stats.decode_ms - stats.decode_experts().host_wait_ms},
       {"decode_tokens_per_s", stats.decode_tokens_per_s()},
       {"experts", expert_counters_json(stats.experts)},
-      {"peak_rss_bytes", Session::peak_rss_bytes()},
+      {"peak_rss_bytes", Engine::peak_rss_bytes()},
       {"steps", steps},
   };
   const std::string text = json.dump(2) + "\n";
@@ -53,8 +61,12 @@ Status write_stats(const std::string& path, const Session& session, int64_t prom
 }
 
 int run(RunFlags flags) {
+  CommandInputs inputs;
+  inputs.add_session(flags.session.options).add_file("the prompt file", flags.prompt_file);
+  if (const Status status = inputs.check_outputs({flags.stats_path}, flags.force); !status.ok())
+    return report_failure(status);
   if (!flags.prompt_file.empty()) {
-    auto text = read_whole_file_or_stdin(flags.prompt_file);
+    auto text = read_whole_text(flags.prompt_file);
     if (!text.ok()) return report_failure(text.status());
     flags.prompt = std::move(text).value();
   }
@@ -63,55 +75,42 @@ int run(RunFlags flags) {
   const auto opened = Session::open(flags.session.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  const std::vector<int32_t> prompt = session.tokenize(flags.prompt);
+  const std::vector<int32_t> prompt = session.engine().tokenize(flags.prompt);
   if (prompt.empty()) return report_failure(Status::error("the prompt is empty"));
+  // Refused before the prompt is echoed: stdout then holds nothing of a run that did not happen.
+  if (const Status fits = session.check_fits_context(int64_t(prompt.size()), "the prompt");
+      !fits.ok())
+    return report_failure(fits);
   std::fputs(flags.prompt.c_str(), stdout);
   std::fflush(stdout);
+  // Ctrl-C or SIGTERM stops the generation between tokens (or the prompt between its chunks);
+  // what was generated, the summary and the files below are kept.
   const auto generated =
       session.generate(prompt, flags.generate, [](int32_t, std::string_view text) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
+        return !interrupted();
       });
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  if (!generated.ok()) return report_failure(generated.status());
-  if (int64_t(generated.value().size()) < flags.generate.max_tokens &&
+  if (!generated.ok() && !interrupted()) return report_failure(generated.status());
+  const int64_t n_generated = generated.ok() ? int64_t(generated.value().size()) : 0;
+  if (!interrupted() && n_generated < flags.generate.max_tokens &&
       session.n_past() >= session.n_ctx())
     std::fprintf(stderr, "note: stopped at the end of the context (%lld tokens; --ctx)\n",
                  static_cast<long long>(session.n_ctx()));
-  const SessionStats& stats = session.stats();
-  // A one-token prompt runs as a decode step, and the last generated token is not fed: the
-  // rates are per forward pass of each shape, the counts what the user gave and got.
-  std::string summary = fmt::format("prompt {} tokens", prompt.size());
-  if (stats.prefill_tokens > 0)
-    summary += fmt::format(", {:.1f} tok/s", stats.prefill_tokens_per_s());
-  summary += fmt::format(" | generated {} tokens", generated.value().size());
-  if (stats.decode_tokens > 0)
-    summary += fmt::format(", decode {:.2f} tok/s over {} steps", stats.decode_tokens_per_s(),
-                           stats.decode_tokens);
-  std::fprintf(stderr, "%s\n", summary.c_str());
-  if (streams_experts(flags.session.options)) {
-    const ExpertCounters& e = stats.experts;
-    std::fprintf(stderr,
-                 "experts: %.1f %% hits (%llu hits, %llu read-ahead hits, %llu late, %llu misses), "
-                 "%.1f MB read, %.1f ms waiting and %.1f computing, disk reading %.0f %% of the "
-                 "time; peak RSS %.1f MiB\n",
-                 100 * e.hit_rate(), static_cast<unsigned long long>(e.hits),
-                 static_cast<unsigned long long>(e.readahead_hits),
-                 static_cast<unsigned long long>(e.late_readaheads),
-                 static_cast<unsigned long long>(e.misses), double(e.bytes_read) / 1e6,
-                 e.host_wait_ms, stats.prefill_ms + stats.decode_ms - e.host_wait_ms,
-                 100 * e.disk_active_ms / (stats.prefill_ms + stats.decode_ms),
-                 double(Session::peak_rss_bytes()) / 1048576);
-  }
+  const SessionOptions& options = flags.session.options;
+  print_generation_summary(session, int64_t(prompt.size()), n_generated, streams_experts(options));
   if (!flags.stats_path.empty()) {
-    const Status written = write_stats(flags.stats_path, session, int64_t(prompt.size()));
+    const Status written =
+        write_stats(flags.stats_path, session, flags.generate.seed, int64_t(prompt.size()));
     if (!written.ok()) return report_failure(written);
   }
-  if (!flags.session.options.warm_path.empty()) {
-    const Status saved = session.save_expert_usage();
+  if (!options.warm_path.empty()) {
+    const Status saved = session.engine().save_expert_usage();
     if (!saved.ok()) return report_failure(saved);
   }
+  if (interrupted()) return report_failure(interrupted_error());
   return 0;
 }
 
@@ -126,8 +125,8 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* file = command->add_option("-f,--file", flags->prompt_file,
                                    "read the prompt from a file (-: standard input)");
   prompt->excludes(file);
-  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file")
-      ->check(file_to_write());
+  command->add_option("--stats", flags->stats_path, "write timings as JSON to this file");
+  command->add_flag("--force", flags->force, "replace an existing --stats file (never an input)");
   command->callback([&action, flags, prompt, file] {
     action = [flags, prompt, file] {
       if (prompt->count() == 0 && file->count() == 0)

@@ -6,7 +6,9 @@
 
 #include <cstdlib>
 
+#include "experts/io_engine.h"
 #include "tools/cli_checks.h"
+#include "tools/seed_option.h"
 
 namespace strata::tools {
 
@@ -30,8 +32,11 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->add_option("--moce-protect", options.moce_protect,
                    "top picks always taken from the exact router logits")
       ->check(at_least(0));
-  command->add_option("--readahead", options.readahead,
-                      "experts per layer to prefetch for the next layer (default: top-k; 0: off)");
+  command
+      ->add_option("--readahead", options.readahead,
+                   "experts per layer to prefetch for the next layer (0: off)")
+      ->default_str("top-k")
+      ->check(at_least(0));
   command
       ->add_option("--readahead-layers", options.readahead_layers,
                    "how many layers ahead to predict and prefetch (0: 2 for expert units under 1 "
@@ -39,24 +44,29 @@ inline void add_streaming_flags(CLI::App* command, SessionOptions& options,
       ->check(CLI::Range(0, 8));
   command
       ->add_option("--readahead-far", options.readahead_far,
-                   "of each layer beyond the next, prefetch only this many top predictions "
-                   "(default: 2)")
+                   "of each layer beyond the next, prefetch only this many top predictions")
+      ->default_str("2")
       ->check(at_least(0));
-  command->add_option("--readahead-budget", readahead_budget,
-                      "bytes of read-ahead a token may start, spread over its layers (e.g. 64M; "
-                      "default: no limit)");
-  command->add_option("--io-threads", options.io_threads, "reader threads")->check(at_least(1));
+  command
+      ->add_option("--readahead-budget", readahead_budget,
+                   "bytes of read-ahead a token may start, spread over its layers (e.g. 64M)")
+      ->default_str("no limit");
+  command->add_option("--io-threads", options.io_threads, "reader threads")
+      ->check(whole_number_from(1, IoEngine::kMaxThreads));
   command
       ->add_option("--io-depth", options.io_depth,
                    "expert units io_uring keeps reading at once (0: 1 for units of 1 MiB or "
                    "more, else 6 x io-threads reads: units of 3 reads in a stacked file, of 1 "
                    "in the unit layout, see repack)")
-      ->check(at_least(0));
+      // The bench probes the same reads one range a request: kMaxRanges times the requests.
+      ->check(whole_number_from(0, IoEngine::kMaxDepth / int(IoEngine::kMaxRanges)));
   command->add_option("--io", options.io_backend,
                       "I/O backend: auto (io_uring where available, else pread), pread or uring");
-  command->add_option("--cache-policy", options.cache_policy,
-                      "expert arena replacement policy (default: successor; predicted with "
-                      "--predictor)");
+  command
+      ->add_option("--cache-policy", options.cache_policy,
+                   "expert arena replacement policy; only matters when experts stream")
+      ->default_str("successor; predicted with --predictor")
+      ->check(replacement_policy());
   command->add_option("--predictor", options.next_expert_predictor_path,
                       "next-expert predictor (strata fit-predictor): estimates which of each "
                       "layer's experts the next tokens use, for the arena's policy");
@@ -68,6 +78,7 @@ inline void add_device_flags(CLI::App* command, SessionOptions& options) {
       ->add_option("--device", options.device,
                    "where the model computes: cpu, cuda, or auto (CUDA where this build has it "
                    "and a device answers, else the CPU)")
+      ->default_str("auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   command->add_option("--gpu", options.gpu, "CUDA device index")->check(at_least(0));
 }
@@ -75,27 +86,43 @@ inline void add_device_flags(CLI::App* command, SessionOptions& options) {
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
   SessionOptions& options = flags.options;
   command->add_option("-m,--model", options.model_path, "GGUF model file")->required();
-  command->add_option("--mem", flags.memory_budget,
-                      "memory budget of the whole process (512M, 4G, auto); experts stream from "
-                      "the file into what it leaves. Default: no budget, everything resident");
-  command->add_option("--arena", flags.arena_share,
-                      "experiments: stream experts into an arena holding this share of them "
-                      "(25%), without an overall budget");
-  add_streaming_flags(command, options, flags.readahead_budget);
+  // --arena first, so that giving both says "--arena excludes --mem".
+  auto* arena = command->add_option("--arena", flags.arena_share,
+                                    "experiments: stream experts into an arena holding this "
+                                    "share of them (25%), without an overall budget");
   command
-      ->add_option("--warm", options.warm_path,
-                   "expert usage file: preload its hottest experts, save usage at exit")
-      ->check(file_to_write());
+      ->add_option("--mem", flags.memory_budget,
+                   "memory budget of the whole process (512M, 4G, auto); experts stream from "
+                   "the file into what it leaves")
+      ->default_str("none, every expert resident")
+      ->excludes(arena);
+  add_streaming_flags(command, options, flags.readahead_budget);
+  command->add_option("--warm", options.warm_path,
+                      "expert usage file: preload its hottest experts, add this run's usage to "
+                      "it at exit");
   add_device_flags(command, options);
-  command->add_option("-t,--threads", options.n_threads, "compute threads (default: one per core)")
-      ->check(at_least(0));
-  command->add_option("-c,--ctx", options.n_ctx, "context length (default: min(trained, 4096))")
+  command->add_option("-t,--threads", options.n_threads, "compute threads")
+      ->default_str("one per core")
+      ->check(compute_threads());
+  command->add_option("-c,--ctx,--ctx-size", options.n_ctx, "context length in tokens")
+      ->default_str("min(trained, 4096)")
       ->check(at_least(0));
   command->add_option("--prefill-chunk", options.prefill_chunk, "prompt tokens per forward batch")
       ->check(at_least(1));
 }
 
+// The engine's notes on stderr, a line each, and its progress bars (on a terminal).
+inline void print_engine_notes(SessionOptions& options) {
+  options.on_note = [](NoteKind, std::string_view line) {
+    std::fprintf(stderr, "%.*s\n", int(line.size()), line.data());
+  };
+  options.show_progress = true;
+}
+
+// Parses what CLI11 could not (--arena, --mem, --readahead-budget) and sends the engine's notes
+// to stderr.
 inline Status resolve_session_flags(SessionFlags& flags) {
+  print_engine_notes(flags.options);
   if (!flags.arena_share.empty()) {
     const std::string& text = flags.arena_share;
     const double value = std::atof(text.c_str()) / (text.back() == '%' ? 100.0 : 1.0);
@@ -130,7 +157,7 @@ inline void add_sampling_flags(CLI::App* command, GenerateOptions& options) {
       ->check(real_number("above 0", [](double v) { return v > 0; }));
   command->add_option("--repeat-last-n", options.repeat_last_n, "how many recent tokens it sees")
       ->check(at_least(0));
-  command->add_option("-s,--seed", options.seed, "sampling seed");
+  add_seed_option(command, "-s,--seed", options.seed, "seed", "sampling seed");
 }
 
 }  // namespace strata::tools

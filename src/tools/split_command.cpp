@@ -41,6 +41,7 @@ int split(const SplitFlags& flags) {
   {
     ProgressBar progress("split", tensor_bytes);
     parts = gguf::write_split_model(*source.value(), flags.prefix, options, &progress);
+    if (parts.ok()) progress.finish();
   }
   if (!parts.ok()) return report_failure(parts.status());
   std::fprintf(stderr, "wrote %zu parts: %s ... %s\n", parts.value().size(),
@@ -58,8 +59,7 @@ void add_split_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<SplitFlags>();
   command->add_option("-m,--model", flags->input_path, "input GGUF model")->required();
   command->add_option("-o,--output", flags->prefix, "parts' path before -00001-of-0000N.gguf")
-      ->required()
-      ->check(in_existing_directory());
+      ->required();
   auto* max_size = command->add_option(
       "--max-size", flags->max_size,
       "end a part before the tensor that would take its tensor bytes past SIZE (e.g. 4G; the "

@@ -18,7 +18,7 @@ struct TokenizeFlags {
 int tokenize(const TokenizeFlags& flags) {
   std::string text = flags.prompt;
   if (!flags.file.empty()) {
-    auto read = read_whole_file_or_stdin(flags.file);
+    auto read = read_whole_text(flags.file);
     if (!read.ok()) return report_failure(read.status());
     text = std::move(read).value();
   }

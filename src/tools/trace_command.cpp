@@ -14,10 +14,12 @@
 #include <cstdio>
 
 #include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/whole_file.h"
 #include "experts/lab/expert_trace.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
+#include "tools/output_files.h"
 #include "tools/session_flags.h"
 
 namespace strata::tools {
@@ -28,21 +30,32 @@ struct TraceFlags {
   GenerateOptions generate;
   std::string prompt, prompt_file, teacher_forced_file, out_path;
   int64_t limit = 0;
+  bool force = false;
 };
 
 // Feeds the input with the recorder attached; returns the number of prompt tokens and a note.
 Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags& flags,
                                               const std::string& text) {
-  std::vector<int32_t> tokens = session.tokenize(text);
+  std::vector<int32_t> tokens = session.engine().tokenize(text);
   if (flags.limit > 0 && int64_t(tokens.size()) > flags.limit) tokens.resize(size_t(flags.limit));
   if (tokens.empty()) return Status::error("trace: the text has no tokens");
+  const std::string& input = flags.teacher_forced_file.empty()
+                                 ? (flags.prompt_file.empty() ? "the prompt" : flags.prompt_file)
+                                 : flags.teacher_forced_file;
+  if (const Status fits = session.check_fits_context(int64_t(tokens.size()), input); !fits.ok())
+    return Status::errorf("trace: {}; --limit {} traces its first {} tokens", fits.message(),
+                          session.n_ctx(), session.n_ctx());
   if (!flags.teacher_forced_file.empty()) {
     STRATA_RETURN_IF_ERROR(session.feed(tokens));
     return std::pair{uint64_t(tokens.size()),
                      fmt::format("teacher-forced {}", flags.teacher_forced_file)};
   }
+  // Ctrl-C or SIGTERM stops the generation between tokens, and the trace is not written.
   STRATA_ASSIGN_OR_RETURN(const std::vector<int32_t> generated,
-                          session.generate(tokens, flags.generate, nullptr));
+                          session.generate(tokens, flags.generate, [](int32_t, std::string_view) {
+                            return !interrupted();
+                          }));
+  if (interrupted()) return interrupted_error();
   if (!generated.empty()) STRATA_RETURN_IF_ERROR(session.feed({&generated.back(), 1}));
   const auto& g = flags.generate;
   return std::pair{uint64_t(tokens.size()),
@@ -53,10 +66,16 @@ Result<std::pair<uint64_t, std::string>> feed(Session& session, const TraceFlags
 }
 
 int trace(const TraceFlags& flags) {
+  CommandInputs inputs;
+  inputs.add_session(flags.session.options)
+      .add_file("the prompt file", flags.prompt_file)
+      .add_file("the text", flags.teacher_forced_file);
+  if (const Status status = inputs.check_outputs({flags.out_path}, flags.force); !status.ok())
+    return report_failure(status);
   std::string text = flags.prompt;
   for (const std::string* path : {&flags.prompt_file, &flags.teacher_forced_file}) {
     if (path->empty()) continue;
-    const auto read = read_whole_file_or_stdin(*path);
+    const auto read = read_whole_text(*path);
     if (!read.ok()) return report_failure(read.status());
     text = read.value();
   }
@@ -66,8 +85,8 @@ int trace(const TraceFlags& flags) {
   const auto opened = Session::open(session_flags.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  ExpertTraceRecorder recorder(uint32_t(session.n_layers()), uint32_t(session.n_experts()),
-                               uint32_t(session.n_experts_per_token()));
+  ExpertTraceRecorder recorder(uint32_t(session.engine().n_layers()), uint32_t(session.engine().n_experts()),
+                               uint32_t(session.engine().n_experts_per_token()));
   session.set_route_callback(
       [&recorder](int layer, int64_t position, std::span<const int32_t> experts) {
         recorder.record(layer, position, experts);
@@ -113,9 +132,8 @@ void add_trace_command(CLI::App& app, Action& action) {
   file->excludes(forced);
   command->add_option("--limit", flags->limit, "feed at most this many tokens of the text")
       ->check(at_least(0));
-  command->add_option("-o,--out", flags->out_path, "trace file to write")
-      ->required()
-      ->check(file_to_write());
+  command->add_option("-o,--out", flags->out_path, "trace file to write")->required();
+  command->add_flag("--force", flags->force, "replace an existing trace file (never an input)");
   command->callback([&action, flags, prompt, file, forced] {
     action = [flags, prompt, file, forced] {
       if (prompt->count() + file->count() + forced->count() == 0)

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   auto model = Model::load(file).value();
   const auto& cfg = model->config();
   ResidentExpertStore store(model->weights().experts);
-  const auto backend = make_cpu_backend(cfg, 2);
+  const auto backend = make_cpu_backend(cfg, model->weight_formats(), 2).value();
   Transformer tr(model, store, *backend);
   std::vector<std::vector<float>> inputs(size_t(cfg.n_layer));
   tr.set_router_input_observer([&](int layer, int64_t, std::span<const float> x) { inputs[size_t(layer)].assign(x.begin(), x.end()); });

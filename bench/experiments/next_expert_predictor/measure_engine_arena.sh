@@ -19,7 +19,7 @@ for doc in chat:3_00126 code:c-clang.c-0 en_prose:botchan-11 ja:manja-g77.1.gz \
   domain=${doc%%:*}
   "$here/../../one_window_suite.py" "$eval_dir" "$model" "$domain" "${doc#*:}" \
     >"$work/suite-$domain.json"
-  "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" "$@" \
+  "$strata" eval run --suite "$work/suite-$domain.json" -m "$model" "$@" --force \
     -o "$work/$tag-$domain.json" >/dev/null 2>"$work/$tag-$domain.err"
 done
 python3 - "$work" "$tag" <<'PY'

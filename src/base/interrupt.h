@@ -1,0 +1,41 @@
+// Ctrl-C (SIGINT) and SIGTERM. main() installs the handlers. The first signal only sets a
+// process-wide flag, which long loops poll: the writers between tensors or chunks, generation
+// between tokens, evaluation between windows. Code that sees it returns interrupted_error(), so
+// that destructors remove what was being written (temporary_path.h) and a command can still
+// report what it did. A second signal, for work that does not reach a poll point soon enough,
+// removes every temporary path still registered, prints "strata: interrupted" and ends the
+// process at once.
+//
+// Exit codes: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), what a shell
+// reports for a process the signal killed.
+//
+// Thread-safety: every function may be called from any thread.
+#pragma once
+
+#include <strata/status.h>
+
+namespace strata {
+
+// Installs the SIGINT and SIGTERM handlers (with SA_RESTART: a signal does not fail the
+// system calls of other threads; see interrupt_wakeup_fd() for waiting on input). Later calls
+// do nothing.
+void install_interrupt_handlers();
+
+// Whether a SIGINT or SIGTERM arrived since the start (or the last clear_interrupt()).
+bool interrupted();
+// The signal that arrived, 0 if none.
+int interrupt_signal();
+// 128 + interrupt_signal().
+int interrupt_exit_code();
+// "interrupted": what code that stopped at the flag returns.
+Status interrupted_error();
+
+// Forgets the signal, so that the next one is a first one again: `strata chat` goes on after
+// Ctrl-C stopped a reply.
+void clear_interrupt();
+
+// A descriptor that becomes readable when a signal arrives, to poll() beside a blocking read
+// (which SA_RESTART would otherwise resume); -1 before install_interrupt_handlers().
+int interrupt_wakeup_fd();
+
+}  // namespace strata
