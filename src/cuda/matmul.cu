@@ -190,85 +190,196 @@ constexpr int kOrderedWarps = 4;
 template <class F>
 constexpr int kOrderedRowsPerBlock = kOrderedWarps * (kWarpSize / kPartsOf<F>);
 
+// The ordered kernel reads its rows through shared memory, a tile of chunks at a time: each
+// chain runs over the chunks of one row in order, so the row's bytes are copied in first, all
+// threads of the block together, in 16-byte loads where the layout allows (a row's 8 or 16
+// threads would otherwise each read the same few bytes of every chunk, and decode would wait on
+// the latency of every one of those loads). Rows are 1, or 8 for Q4_0 in row groups, to a unit
+// of the layout.
+template <class F>
+constexpr int kChunkBytesOf = std::is_same_v<F, FormatF32>                                 ? 128
+                              : std::is_same_v<F, FormatF16> || std::is_same_v<F, FormatBF16> ? 64
+                              : F::kFormat == Format::kQ8_0                                 ? 34
+                              : F::kFormat == Format::kQ4_1                                 ? 20
+                              : F::kFormat == Format::kQ5_0                                 ? 22
+                              : F::kFormat == Format::kQ5_1                                 ? 24
+                                                                                            : 18;
+template <class F>
+constexpr int kRowsPerUnit = kGroupedQ4_0<F> ? 8 : 1;
+constexpr int kStageBytes = 18432;
+// Chunks per tile: a multiple of 8, so that a tile of the 32-weight formats is whole 16-byte words.
+template <class F>
+constexpr int kTileChunksOf = kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 * 8 > 8
+                                  ? kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 * 8
+                                  : 8;
+
+template <class Word>
+__device__ __forceinline__ void copy_units(uint8_t* dst, size_t dst_stride, const uint8_t* src,
+                                           size_t src_stride, int units, size_t unit_bytes) {
+  const int words = int(unit_bytes / sizeof(Word));
+  for (int i = threadIdx.x; i < units * words; i += blockDim.x) {
+    const int unit = i / words, word = i % words;
+    reinterpret_cast<Word*>(dst + unit * dst_stride)[word] =
+        reinterpret_cast<const Word*>(src + unit * src_stride)[word];
+  }
+}
+
+// Copies chunks [chunk0, chunk0 + n_chunks) of rows [row0, row0 + n_rows) into the tile, unit u
+// at u * kTileChunksOf chunks' bytes.
+template <class F>
+__device__ __forceinline__ void stage_rows(uint8_t* tile, const uint8_t* w, size_t row_bytes,
+                                           int64_t row0, int64_t n_rows, int64_t chunk0,
+                                           int64_t n_chunks) {
+  constexpr int kUnit = kRowsPerUnit<F>;
+  const int units = int((n_rows + kUnit - 1) / kUnit);
+  const size_t unit_bytes = size_t(n_chunks) * kChunkBytesOf<F> * kUnit;
+  const size_t dst_stride = size_t(kTileChunksOf<F>) * kChunkBytesOf<F> * kUnit;
+  const size_t src_stride = kUnit * row_bytes;
+  const uint8_t* src = w + size_t(row0 / kUnit) * src_stride + size_t(chunk0) * kChunkBytesOf<F> * kUnit;
+  const size_t alignment = size_t(reinterpret_cast<uintptr_t>(src)) | src_stride | unit_bytes;
+  if (alignment % 16 == 0) {
+    copy_units<uint4>(tile, dst_stride, src, src_stride, units, unit_bytes);
+  } else if (alignment % 4 == 0) {
+    copy_units<uint32_t>(tile, dst_stride, src, src_stride, units, unit_bytes);
+  } else {
+    copy_units<uint16_t>(tile, dst_stride, src, src_stride, units, unit_bytes);
+  }
+}
+
+// The codes of part `part` of a chunk (weights 4 part .. 4 part + 3; for row groups also the
+// part 4 further on), as chunk_word(F::load(...), part) gives them, and the chunk's scales.
+struct PartCodes {
+  uint32_t codes, second_codes;
+  float d, dmin;
+};
+
+template <class F>
+__device__ __forceinline__ PartCodes load_part(const uint8_t* data, int64_t row, size_t row_bytes,
+                                               int64_t chunk, int part) {
+  PartCodes p;
+  if constexpr (kGroupedQ4_0<F>) {
+    const int r = int(row % 8);
+    const uint8_t* block = data + size_t(row / 8) * 8 * row_bytes + size_t(chunk) * 144;
+    const uint32_t word = load_u32(block + 16 + 16 * r + 4 * part);
+    p.codes = chunk_detail::minus(word & 0x0f0f0f0fu, 8);
+    p.second_codes = chunk_detail::minus(word >> 4 & 0x0f0f0f0fu, 8);
+    p.d = half_to_float(load_u16(block + 2 * r));
+    p.dmin = 0.0f;
+  } else if constexpr (std::is_same_v<F, FormatQ4_0>) {
+    const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 18;
+    const uint32_t word = load_u32_from_halves(block + 2 + 4 * (part % 4));
+    p.codes = chunk_detail::minus(word >> (4 * (part / 4)) & 0x0f0f0f0fu, 8);
+    p.second_codes = 0;
+    p.d = half_to_float(load_u16(block));
+    p.dmin = 0.0f;
+  } else if constexpr (F::kFormat == Format::kQ8_0) {
+    const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 34;
+    p.codes = load_u32_from_halves(block + 2 + 4 * part);
+    p.second_codes = 0;
+    p.d = half_to_float(load_u16(block));
+    p.dmin = 0.0f;
+  } else {
+    const IntChunk c = F::load(data, row, row_bytes, chunk);
+    p.codes = chunk_word(c, part);
+    p.second_codes = 0;
+    p.d = c.d;
+    p.dmin = c.dmin;
+  }
+  return p;
+}
+
+// Block (x, y): kOrderedRowsPerBlock rows of a task (x) against its columns 8y .. 8y + 7.
 template <class F>
 __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
     ordered_kernel(const __grid_constant__ MatmulShape shape,
                    const __grid_constant__ TaskTable table) {
-  constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>;
+  constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>, kRows = kOrderedRowsPerBlock<F>;
+  constexpr int kTileChunks = kTileChunksOf<F>;
+  constexpr size_t kTileRowBytes = size_t(kTileChunks) * kChunkBytesOf<F>;
+  __shared__ __align__(16) uint8_t tile[kRows * kTileRowBytes];
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
+  const int64_t col0 = int64_t(blockIdx.y) * kOrderedCols;
+  if (col0 >= task.n_cols) return;  // the whole block: before any barrier
   const int lane = threadIdx.x % kWarpSize, part = lane % kParts;
-  const int64_t row = (int64_t(blockIdx.x) - table.first_block[t]) * kOrderedRowsPerBlock<F> +
-                      threadIdx.x / kParts;
-  // Rows past the end compute zeros: every lane takes part in the shuffles below.
+  const int64_t row0 = (int64_t(blockIdx.x) - table.first_block[t]) * kRows;
+  const int local_row = threadIdx.x / kParts;
+  const int64_t row = row0 + local_row;
+  const int64_t n_rows = task.n_out - row0 < kRows ? task.n_out - row0 : kRows;
+  // Rows past the end compute zeros: every lane takes part in the barriers and shuffles below.
   const bool active = row < task.n_out;
-  for (int64_t col0 = 0; col0 < task.n_cols; col0 += kOrderedCols) {
-    float acc[kOrderedCols][kChains], minimum[kOrderedCols];
+  const int64_t n_chunks = shape.n_in / kChunkWeights;
+  float acc[kOrderedCols][kChains], minimum[kOrderedCols];
 #pragma unroll
-    for (int c = 0; c < kOrderedCols; ++c) {
-      minimum[c] = 0.0f;
+  for (int c = 0; c < kOrderedCols; ++c) {
+    minimum[c] = 0.0f;
 #pragma unroll
-      for (int k = 0; k < kChains; ++k) acc[c][k] = 0.0f;
-    }
-    if (active) {
-      if constexpr (kFloatFormat<F>) {
-        for (int64_t i = part; i < shape.n_in; i += kParts) {
-          const float w = F::value(task.w, row, shape.row_bytes, i);
+    for (int k = 0; k < kChains; ++k) acc[c][k] = 0.0f;
+  }
+  for (int64_t chunk0 = 0; chunk0 < n_chunks; chunk0 += kTileChunks) {
+    const int64_t tile_chunks = n_chunks - chunk0 < kTileChunks ? n_chunks - chunk0 : kTileChunks;
+    __syncthreads();  // the previous tile is read
+    stage_rows<F>(tile, task.w, shape.row_bytes, row0, n_rows, chunk0, tile_chunks);
+    __syncthreads();
+    if (!active) continue;
+    if constexpr (kFloatFormat<F>) {
+      for (int64_t i = part; i < tile_chunks * kChunkWeights; i += kParts) {
+        const float w = F::value(tile, local_row, kTileRowBytes, i);
 #pragma unroll
-          for (int c = 0; c < kOrderedCols; ++c)
-            if (col0 + c < task.n_cols)
-              acc[c][0] = fmaf(w, load_float_value(shape.x, task.x_first + col0 + c, i), acc[c][0]);
-        }
-      } else {
-        for (int64_t b = 0; b < shape.n_in / kChunkWeights; ++b) {
-          const IntChunk w = F::load(task.w, row, shape.row_bytes, b);
-          const uint32_t codes = chunk_word(w, part);
-          const uint32_t second_codes = kGroupedQ4_0<F> ? chunk_word(w, part + 4) : 0;
+        for (int c = 0; c < kOrderedCols; ++c)
+          if (col0 + c < task.n_cols)
+            acc[c][0] = fmaf(w, load_float_value(shape.x, task.x_first + col0 + c,
+                                                 chunk0 * kChunkWeights + i),
+                             acc[c][0]);
+      }
+    } else {
+      for (int64_t b = 0; b < tile_chunks; ++b) {
+        const int64_t chunk = chunk0 + b;
+        const PartCodes w = load_part<F>(tile, local_row, kTileRowBytes, b, part);
 #pragma unroll
-          for (int c = 0; c < kOrderedCols; ++c) {
-            if (col0 + c >= task.n_cols) continue;
-            const int64_t x_row = task.x_first + col0 + c;
-            const IntActivationWord x = load_activation_word(shape.x, x_row, b, part);
-            const float scale = exact_mul(w.d, x.d);
-            int32_t sum = dot4(codes, x.q, 0);
-            if constexpr (kGroupedQ4_0<F>)
-              sum = dot4(second_codes, load_activation_word(shape.x, x_row, b, part + 4).q, sum);
-            const float products = float(sum);
-            if (kChains == 2 && (b & 1)) {
-              acc[c][kChains - 1] = fmaf(scale, products, acc[c][kChains - 1]);
-            } else {
-              acc[c][0] = fmaf(scale, products, acc[c][0]);
-            }
-            if constexpr (F::kActivation == Format::kQ8_1)
-              minimum[c] = exact_add(minimum[c], exact_mul(w.dmin, x.s));
+        for (int c = 0; c < kOrderedCols; ++c) {
+          if (col0 + c >= task.n_cols) continue;
+          const int64_t x_row = task.x_first + col0 + c;
+          const IntActivationWord x = load_activation_word(shape.x, x_row, chunk, part);
+          const float scale = exact_mul(w.d, x.d);
+          int32_t sum = dot4(w.codes, x.q, 0);
+          if constexpr (kGroupedQ4_0<F>)
+            sum = dot4(w.second_codes, load_activation_word(shape.x, x_row, chunk, part + 4).q, sum);
+          const float products = float(sum);
+          if (kChains == 2 && (chunk & 1)) {
+            acc[c][kChains - 1] = fmaf(scale, products, acc[c][kChains - 1]);
+          } else {
+            acc[c][0] = fmaf(scale, products, acc[c][0]);
           }
+          if constexpr (F::kActivation == Format::kQ8_1)
+            minimum[c] = exact_add(minimum[c], exact_mul(w.dmin, x.s));
         }
       }
     }
-    const int first_lane = lane / kParts * kParts;
+  }
+  const int first_lane = lane / kParts * kParts;
 #pragma unroll
-    for (int c = 0; c < kOrderedCols; ++c) {
-      if (col0 + c >= task.n_cols) break;
-      const float chained = kChains == 2 ? exact_add(acc[c][0], acc[c][kChains - 1]) : acc[c][0];
-      float sum;
-      if constexpr (kGroupedQ4_0<F>) {
-        float s[4];
+  for (int c = 0; c < kOrderedCols; ++c) {
+    if (col0 + c >= task.n_cols) break;
+    const float chained = kChains == 2 ? exact_add(acc[c][0], acc[c][kChains - 1]) : acc[c][0];
+    float sum;
+    if constexpr (kGroupedQ4_0<F>) {
+      float s[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-        sum = exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
-      } else {
-        float s[8];
+      for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+      sum = exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
+    } else {
+      float s[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-          if constexpr (kParts == 16)
-            s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
-        }
-        sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
-                        exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
+      for (int j = 0; j < 8; ++j) {
+        s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+        if constexpr (kParts == 16)
+          s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
       }
-      if (active && part == 0) finish(task, row, col0 + c, exact_add(sum, minimum[c]));
+      sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
+                      exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
     }
+    if (active && part == 0) finish(task, row, col0 + c, exact_add(sum, minimum[c]));
   }
 }
 
@@ -296,7 +407,10 @@ template <class F>
 void launch(Kernel kernel, unsigned blocks, const MatmulShape& shape, const TaskTable& table,
             cudaStream_t stream) {
   if constexpr (kCpuOrder<F>) {
-    ordered_kernel<F><<<blocks, kOrderedWarps * kWarpSize, 0, stream>>>(shape, table);
+    int64_t most_cols = 0;
+    for (int t = 0; t < table.n_tasks; ++t) most_cols = std::max(most_cols, table.task[t].n_cols);
+    const dim3 grid(blocks, unsigned((most_cols + kOrderedCols - 1) / kOrderedCols));
+    ordered_kernel<F><<<grid, kOrderedWarps * kWarpSize, 0, stream>>>(shape, table);
   } else if (kernel == Kernel::kGemm) {
     gemm_kernel<F><<<blocks, kGemmThreads, 0, stream>>>(shape, table);
   } else {
