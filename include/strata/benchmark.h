@@ -19,6 +19,9 @@ struct BenchmarkOptions {
   // ("4G"), or "N%": an arena holding N % of the model's expert units (SessionOptions::
   // arena_share). Every (model, setting) is a variant; variants run interleaved.
   std::vector<std::string> memory_budgets = {"none"};
+  // Where each (model, memory setting) computes: "cpu", "cuda", "auto"; every device is a
+  // variant of its own. Empty: session.device alone.
+  std::vector<std::string> devices;
   std::vector<int64_t> prompt_lengths = {128};
   int64_t generated_tokens = 32;
   int repetitions = 3;

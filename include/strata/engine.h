@@ -70,6 +70,11 @@ class Engine {
 
   // One line: model, layers, experts, context, threads, SIMD level, expert store.
   std::string describe() const;
+  // The backend alone: "cpu: 2 threads, avx2 kernels", "cuda: NVIDIA H200 (device 0, ...)".
+  std::string backend_description() const;
+  // Bytes per second a copy moves (read plus written) in the memory the weights are computed
+  // from, where that is a device's own (a GPU); nullopt for the host's memory.
+  std::optional<double> measure_device_bandwidth() const;
   // The memory plan (empty without a budget).
   const std::string& memory_plan() const;
   // The expert store's counters since the engine was opened, all sessions together.

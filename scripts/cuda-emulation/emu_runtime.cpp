@@ -5,8 +5,10 @@
 // missing thread would hang the GPU. The context switch is a few instructions of assembly:
 // swapcontext's signal-mask system call made emulated runs 30 times slower.
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -190,4 +192,15 @@ cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpy
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { *s = reinterpret_cast<cudaStream_t>(new char); return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t s) { delete reinterpret_cast<char*>(s); return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// Work runs when it is queued, so an event records the host's clock.
+struct CUevent_st { std::chrono::steady_clock::time_point at; };
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) { std::memset(p, value, bytes); return cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t* event) { *event = new CUevent_st; return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t event) { delete event; return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) { event->at = std::chrono::steady_clock::now(); return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
+  *ms = std::chrono::duration<float, std::milli>(stop->at - start->at).count();
+  return cudaSuccess;
+}
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -168,6 +169,10 @@ class Backend {
   // While `condition()` holds at the start of an op, leave one core of the host free (the
   // expert reads and, on a VM, the virtual disk's emulation share it). Results do not change.
   virtual void spare_a_core_while(std::function<bool()> condition) { (void)condition; }
+  // Bytes per second moved (read plus written) by a copy within the memory the weights are
+  // computed from, measured now, where that memory is the backend's own (a GPU's); nullopt
+  // where it is the host's, which the caller probes itself, or where there is no room to copy.
+  virtual std::optional<double> measure_memory_bandwidth() { return std::nullopt; }
 };
 
 }  // namespace strata

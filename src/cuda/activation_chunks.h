@@ -62,26 +62,6 @@ STRATA_HD IntActivationChunk load_int_activation(const ActivationRows& x, int64_
   return c;
 }
 
-// Word `word` (values 4 word .. 4 word + 3) of a chunk of Q8_0 / Q8_1 activations, its scale and
-// (Q8_1) its sum.
-struct IntActivationWord {
-  uint32_t q;
-  float d;
-  float s;
-};
-
-STRATA_HD IntActivationWord load_activation_word(const ActivationRows& x, int64_t row,
-                                                 int64_t chunk, int word) {
-  const int64_t r = stored_row(x, row);
-  const int64_t n_chunks = x.n_in / kChunkWeights;
-  IntActivationWord w;
-  w.q = reinterpret_cast<const uint32_t*>(static_cast<const int8_t*>(x.values) + r * x.n_in +
-                                          chunk * kChunkWeights)[word];
-  w.d = x.d[r * n_chunks + chunk];
-  w.s = x.format == Format::kQ8_1 ? x.s[r * n_chunks + chunk] : 0.0f;
-  return w;
-}
-
 // Value i of a row of F32, F16 or BF16 activations.
 STRATA_HD float load_float_value(const ActivationRows& x, int64_t row, int64_t i) {
   const int64_t r = stored_row(x, row);

@@ -110,16 +110,26 @@ __device__ float exp_nonpositive(float x) {
 __device__ float key_score(const float* query, const float* keys, int64_t stride,
                            int64_t head_dim) {
   const int64_t n_main = head_dim / 32 * 32;
-  float x[8];
-  for (int l = 0; l < 8; ++l) {
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t i = 0; i < n_main; i += 32)
-      for (int j = 0; j < 4; ++j) {
-        const int64_t d = i + 8 * j + l;
-        s[j] = fmaf(keys[d * stride], query[d], s[j]);
-      }
-    x[l] = __fadd_rn(__fadd_rn(s[0], s[2]), __fadd_rn(s[1], s[3]));
+  // Chain (l, j) runs over i in order, as the CPU's; each 32 dimensions' keys are loaded
+  // together first, so that the loads wait once, not once per dimension.
+  float s[8][4];
+#pragma unroll
+  for (int l = 0; l < 8; ++l)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[l][j] = 0.0f;
+  for (int64_t i = 0; i < n_main; i += 32) {
+    float k[32];
+#pragma unroll
+    for (int d = 0; d < 32; ++d) k[d] = keys[(i + d) * stride];
+#pragma unroll
+    for (int l = 0; l < 8; ++l)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[l][j] = fmaf(k[8 * j + l], query[i + 8 * j + l], s[l][j]);
   }
+  float x[8];
+#pragma unroll
+  for (int l = 0; l < 8; ++l)
+    x[l] = __fadd_rn(__fadd_rn(s[l][0], s[l][2]), __fadd_rn(s[l][1], s[l][3]));
   float out = __fadd_rn(__fadd_rn(__fadd_rn(x[0], x[4]), __fadd_rn(x[1], x[5])),
                         __fadd_rn(__fadd_rn(x[2], x[6]), __fadd_rn(x[3], x[7])));
   for (int64_t d = n_main; d < head_dim; ++d)

@@ -9,7 +9,7 @@ namespace strata::cuda {
 namespace {
 
 constexpr int kRangesPerLaunch = 32;
-constexpr int kThreads = 256;
+constexpr int kThreads = 1024;  // a warp per chunk of a 4096-wide row: one pass in decode
 constexpr int kWarps = kThreads / 32;
 
 struct RangeTable {

@@ -106,6 +106,38 @@ Result<std::unique_ptr<ExpertSlotMemory>> CudaBackend::make_expert_slot_memory(
       "not built for CUDA yet");
 }
 
+std::optional<double> CudaBackend::measure_memory_bandwidth() {
+  // Twice the L2 cache and more: the copies stream through device memory.
+  constexpr size_t kBytes = size_t(512) << 20;
+  constexpr int kPasses = 5;
+  if (!failure_.ok() || !ok(cudaStreamSynchronize(stream_), "finishing the batch")) return std::nullopt;
+  void *from = nullptr, *to = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  float best_ms = INFINITY;
+  if (cudaMalloc(&from, kBytes) == cudaSuccess && cudaMalloc(&to, kBytes) == cudaSuccess &&
+      cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
+      cudaMemsetAsync(from, 1, kBytes, stream_) == cudaSuccess) {
+    for (int pass = 0; pass <= kPasses; ++pass) {  // pass 0 warms up
+      float ms = 0;
+      if (cudaEventRecord(start, stream_) != cudaSuccess ||
+          cudaMemcpyAsync(to, from, kBytes, cudaMemcpyDeviceToDevice, stream_) != cudaSuccess ||
+          cudaEventRecord(stop, stream_) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+        best_ms = INFINITY;
+        break;
+      }
+      if (pass > 0) best_ms = std::min(best_ms, ms);
+    }
+  }
+  cudaGetLastError();  // a failed allocation is reported by the nullopt alone
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  cudaFree(from);
+  cudaFree(to);
+  if (!std::isfinite(best_ms) || best_ms <= 0) return std::nullopt;
+  return 2.0 * double(kBytes) / (double(best_ms) / 1e3);
+}
+
 uint64_t CudaBackend::scratch_bytes(const ScratchShape& shape) const {
   return CudaScratch::bytes_for(shape_, shape);
 }

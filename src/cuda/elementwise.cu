@@ -5,7 +5,7 @@
 namespace strata::cuda {
 namespace {
 
-constexpr int kNormThreads = 256;
+constexpr int kNormThreads = 1024;  // two values a thread for a 2048-wide row: decode waits on one load
 constexpr int kThreads = 256;
 
 // The block's sum of `value` in a fixed order: warps by butterfly, then warp 0 over the warps.

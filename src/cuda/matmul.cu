@@ -288,6 +288,36 @@ __device__ __forceinline__ PartCodes load_part(const uint8_t* data, int64_t row,
   return p;
 }
 
+// The block's activations for a tile, column by column: Q8_0 / Q8_1 as their quants, then the
+// chunks' d, then (Q8_1) s; float formats as their 16- or 32-bit values.
+template <class F>
+constexpr int kActivationBytesOf =
+    kFloatFormat<F> ? kChunkWeights * (F::kActivation == Format::kF32 ? 4 : 2)
+                    : kChunkWeights + (F::kActivation == Format::kQ8_1 ? 8 : 4);
+
+template <class F>
+__device__ __forceinline__ void stage_activations(uint8_t* tile, const ActivationRows& x,
+                                                  const int64_t* stored, int n_cols,
+                                                  int64_t chunk0, int64_t n_chunks) {
+  constexpr size_t kColumnBytes = size_t(kTileChunksOf<F>) * kActivationBytesOf<F>;
+  constexpr size_t kValueBytes = kFloatFormat<F> ? kActivationBytesOf<F> : kChunkWeights;
+  const int64_t row_chunks = x.n_in / kChunkWeights;
+  for (int c = 0; c < n_cols; ++c) {
+    uint8_t* column = tile + c * kColumnBytes;
+    const uint8_t* values = static_cast<const uint8_t*>(x.values) +
+                            (stored[c] * row_chunks + chunk0) * int64_t(kValueBytes);
+    copy_units<uint4>(column, 0, values, 0, 1, size_t(n_chunks) * kValueBytes);
+    if constexpr (!kFloatFormat<F>) {
+      float* d = reinterpret_cast<float*>(column + kTileChunksOf<F> * kChunkWeights);
+      for (int64_t b = threadIdx.x; b < n_chunks; b += blockDim.x) {
+        d[b] = x.d[stored[c] * row_chunks + chunk0 + b];
+        if constexpr (F::kActivation == Format::kQ8_1)
+          d[kTileChunksOf<F> + b] = x.s[stored[c] * row_chunks + chunk0 + b];
+      }
+    }
+  }
+}
+
 // Block (x, y): kOrderedRowsPerBlock rows of a task (x) against its columns 8y .. 8y + 7.
 template <class F>
 __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
@@ -296,7 +326,9 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>, kRows = kOrderedRowsPerBlock<F>;
   constexpr int kTileChunks = kTileChunksOf<F>;
   constexpr size_t kTileRowBytes = size_t(kTileChunks) * kChunkBytesOf<F>;
+  constexpr size_t kColumnBytes = size_t(kTileChunks) * kActivationBytesOf<F>;
   __shared__ __align__(16) uint8_t tile[kRows * kTileRowBytes];
+  __shared__ __align__(16) uint8_t x_tile[kOrderedCols * kColumnBytes];
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
   const int64_t col0 = int64_t(blockIdx.y) * kOrderedCols;
@@ -309,6 +341,11 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   // Rows past the end compute zeros: every lane takes part in the barriers and shuffles below.
   const bool active = row < task.n_out;
   const int64_t n_chunks = shape.n_in / kChunkWeights;
+  const int n_cols = task.n_cols - col0 < kOrderedCols ? int(task.n_cols - col0) : kOrderedCols;
+  int64_t stored[kOrderedCols];
+#pragma unroll
+  for (int c = 0; c < kOrderedCols; ++c)
+    stored[c] = c < n_cols ? stored_row(shape.x, task.x_first + col0 + c) : 0;
   float acc[kOrderedCols][kChains], minimum[kOrderedCols];
 #pragma unroll
   for (int c = 0; c < kOrderedCols; ++c) {
@@ -320,31 +357,42 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
     const int64_t tile_chunks = n_chunks - chunk0 < kTileChunks ? n_chunks - chunk0 : kTileChunks;
     __syncthreads();  // the previous tile is read
     stage_rows<F>(tile, task.w, shape.row_bytes, row0, n_rows, chunk0, tile_chunks);
+    stage_activations<F>(x_tile, shape.x, stored, n_cols, chunk0, tile_chunks);
     __syncthreads();
     if (!active) continue;
     if constexpr (kFloatFormat<F>) {
-      for (int64_t i = part; i < tile_chunks * kChunkWeights; i += kParts) {
+#pragma unroll 4
+      for (int i = part; i < int(tile_chunks) * kChunkWeights; i += kParts) {
         const float w = F::value(tile, local_row, kTileRowBytes, i);
 #pragma unroll
-        for (int c = 0; c < kOrderedCols; ++c)
-          if (col0 + c < task.n_cols)
-            acc[c][0] = fmaf(w, load_float_value(shape.x, task.x_first + col0 + c,
-                                                 chunk0 * kChunkWeights + i),
-                             acc[c][0]);
+        for (int c = 0; c < kOrderedCols; ++c) {
+          if (c >= n_cols) continue;
+          const uint8_t* column = x_tile + c * kColumnBytes;
+          float x;
+          if constexpr (F::kActivation == Format::kF32) {
+            x = reinterpret_cast<const float*>(column)[i];
+          } else if constexpr (F::kActivation == Format::kF16) {
+            x = half_to_float(reinterpret_cast<const uint16_t*>(column)[i]);
+          } else {
+            x = bf16_to_float(reinterpret_cast<const uint16_t*>(column)[i]);
+          }
+          acc[c][0] = fmaf(w, x, acc[c][0]);
+        }
       }
     } else {
-      for (int64_t b = 0; b < tile_chunks; ++b) {
+#pragma unroll 4
+      for (int b = 0; b < int(tile_chunks); ++b) {
         const int64_t chunk = chunk0 + b;
         const PartCodes w = load_part<F>(tile, local_row, kTileRowBytes, b, part);
 #pragma unroll
         for (int c = 0; c < kOrderedCols; ++c) {
-          if (col0 + c >= task.n_cols) continue;
-          const int64_t x_row = task.x_first + col0 + c;
-          const IntActivationWord x = load_activation_word(shape.x, x_row, chunk, part);
-          const float scale = exact_mul(w.d, x.d);
-          int32_t sum = dot4(w.codes, x.q, 0);
-          if constexpr (kGroupedQ4_0<F>)
-            sum = dot4(w.second_codes, load_activation_word(shape.x, x_row, chunk, part + 4).q, sum);
+          if (c >= n_cols) continue;
+          const uint8_t* column = x_tile + c * kColumnBytes;
+          const uint32_t* quants = reinterpret_cast<const uint32_t*>(column) + b * 8;
+          const float* scales = reinterpret_cast<const float*>(column + kTileChunks * kChunkWeights);
+          const float scale = exact_mul(w.d, scales[b]);
+          int32_t sum = dot4(w.codes, quants[part], 0);
+          if constexpr (kGroupedQ4_0<F>) sum = dot4(w.second_codes, quants[part + 4], sum);
           const float products = float(sum);
           if (kChains == 2 && (chunk & 1)) {
             acc[c][kChains - 1] = fmaf(scale, products, acc[c][kChains - 1]);
@@ -352,7 +400,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
             acc[c][0] = fmaf(scale, products, acc[c][0]);
           }
           if constexpr (F::kActivation == Format::kQ8_1)
-            minimum[c] = exact_add(minimum[c], exact_mul(w.dmin, x.s));
+            minimum[c] = exact_add(minimum[c], exact_mul(w.dmin, scales[kTileChunks + b]));
         }
       }
     }
@@ -360,7 +408,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   const int first_lane = lane / kParts * kParts;
 #pragma unroll
   for (int c = 0; c < kOrderedCols; ++c) {
-    if (col0 + c >= task.n_cols) break;
+    if (c >= n_cols) break;
     const float chained = kChains == 2 ? exact_add(acc[c][0], acc[c][kChains - 1]) : acc[c][0];
     float sum;
     if constexpr (kGroupedQ4_0<F>) {

@@ -7,7 +7,7 @@
 namespace strata::cuda {
 namespace {
 
-constexpr int kPerLane = int(kMaxRoutedExperts / 32);
+// Experts a lane holds: 4 up to 128 experts, 8 up to 256, 16 up to kMaxRoutedExperts.
 
 struct Candidate {
   float value;
@@ -21,6 +21,7 @@ __device__ bool beats(const Candidate& a, const Candidate& b) {
 }
 
 // The best expert of `values` not in `taken` (bit i: expert lane + 32 i), which is then taken.
+template <int kPerLane>
 __device__ int32_t take_best(const float (&values)[kPerLane], uint32_t& taken, int64_t n_expert) {
   const int lane = threadIdx.x % 32;
   Candidate best{0.0f, -1};
@@ -40,6 +41,7 @@ __device__ int32_t take_best(const float (&values)[kPerLane], uint32_t& taken, i
 }
 
 // values[e] of the lane that holds expert e, on every lane.
+template <int kPerLane>
 __device__ float value_of(const float (&values)[kPerLane], int32_t e) {
   float mine = 0.0f;
 #pragma unroll
@@ -48,6 +50,7 @@ __device__ float value_of(const float (&values)[kPerLane], int32_t e) {
   return __shfl_sync(0xffffffffu, mine, e % 32);
 }
 
+template <int kPerLane>
 __device__ void load_logits(const float* row, int64_t n_expert, float (&values)[kPerLane]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -58,6 +61,7 @@ __device__ void load_logits(const float* row, int64_t n_expert, float (&values)[
 }
 
 // In place: exp(x - max) / sum, the sum in double (lane 0's, so every lane scales alike).
+template <int kPerLane>
 __device__ void softmax(float (&values)[kPerLane], int64_t n_expert) {
   const int lane = threadIdx.x % 32;
   float max = -INFINITY;
@@ -79,12 +83,13 @@ __device__ void softmax(float (&values)[kPerLane], int64_t n_expert) {
   for (int i = 0; i < kPerLane; ++i) values[i] *= inverse;
 }
 
+template <int kPerLane>
 __global__ void route_kernel(RouteLaunch launch) {
   const int64_t t = blockIdx.x;
   const int lane = threadIdx.x;
   const int k = launch.k;
   float logits[kPerLane];
-  load_logits(launch.logits + t * launch.n_expert, launch.n_expert, logits);
+  load_logits<kPerLane>(launch.logits + t * launch.n_expert, launch.n_expert, logits);
   int32_t picks[kMaxExpertsUsed];
   const bool cache_aware = launch.moce_bonus != 0.0f;
   if (cache_aware) {
@@ -92,24 +97,24 @@ __global__ void route_kernel(RouteLaunch launch) {
     // resident experts, the protected ones excluded.
     const int protect = max(0, min(launch.moce_protect, k));
     uint32_t taken = 0;
-    for (int i = 0; i < protect; ++i) picks[i] = take_best(logits, taken, launch.n_expert);
+    for (int i = 0; i < protect; ++i) picks[i] = take_best<kPerLane>(logits, taken, launch.n_expert);
     float scores[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int64_t e = lane + 32 * i;
       scores[i] = e < launch.n_expert && launch.resident[e] ? logits[i] + launch.moce_bonus : logits[i];
     }
-    for (int i = protect; i < k; ++i) picks[i] = take_best(scores, taken, launch.n_expert);
+    for (int i = protect; i < k; ++i) picks[i] = take_best<kPerLane>(scores, taken, launch.n_expert);
   }
-  softmax(logits, launch.n_expert);  // now probabilities
+  softmax<kPerLane>(logits, launch.n_expert);  // now probabilities
   if (!cache_aware) {
     uint32_t taken = 0;
-    for (int i = 0; i < k; ++i) picks[i] = take_best(logits, taken, launch.n_expert);
+    for (int i = 0; i < k; ++i) picks[i] = take_best<kPerLane>(logits, taken, launch.n_expert);
   }
   float weights[kMaxExpertsUsed];
   double sum = 0;
   for (int i = 0; i < k; ++i) {
-    weights[i] = value_of(logits, picks[i]);
+    weights[i] = value_of<kPerLane>(logits, picks[i]);
     sum += double(weights[i]);
   }
   if (lane != 0) return;
@@ -119,13 +124,14 @@ __global__ void route_kernel(RouteLaunch launch) {
   }
 }
 
+template <int kPerLane>
 __global__ void rank_kernel(const float* logits, int64_t n_expert, int count, int32_t* ranked) {
   const int64_t t = blockIdx.x;
   float values[kPerLane];
-  load_logits(logits + t * n_expert, n_expert, values);
+  load_logits<kPerLane>(logits + t * n_expert, n_expert, values);
   uint32_t taken = 0;
   for (int i = 0; i < count; ++i) {
-    const int32_t e = take_best(values, taken, n_expert);
+    const int32_t e = take_best<kPerLane>(values, taken, n_expert);
     if (threadIdx.x == 0) ranked[t * count + i] = e;
   }
 }
@@ -134,14 +140,28 @@ __global__ void rank_kernel(const float* logits, int64_t n_expert, int count, in
 
 cudaError_t launch_route(const RouteLaunch& launch, cudaStream_t stream) {
   if (launch.n_tokens == 0) return cudaSuccess;
-  route_kernel<<<unsigned(launch.n_tokens), 32, 0, stream>>>(launch);
+  const unsigned blocks = unsigned(launch.n_tokens);
+  if (launch.n_expert <= 128) {
+    route_kernel<4><<<blocks, 32, 0, stream>>>(launch);
+  } else if (launch.n_expert <= 256) {
+    route_kernel<8><<<blocks, 32, 0, stream>>>(launch);
+  } else {
+    route_kernel<16><<<blocks, 32, 0, stream>>>(launch);
+  }
   return cudaGetLastError();
 }
 
 cudaError_t launch_rank(const float* logits, int64_t n_tokens, int64_t n_expert, int count,
                         int32_t* ranked, cudaStream_t stream) {
   if (n_tokens == 0) return cudaSuccess;
-  rank_kernel<<<unsigned(n_tokens), 32, 0, stream>>>(logits, n_expert, count, ranked);
+  const unsigned blocks = unsigned(n_tokens);
+  if (n_expert <= 128) {
+    rank_kernel<4><<<blocks, 32, 0, stream>>>(logits, n_expert, count, ranked);
+  } else if (n_expert <= 256) {
+    rank_kernel<8><<<blocks, 32, 0, stream>>>(logits, n_expert, count, ranked);
+  } else {
+    rank_kernel<16><<<blocks, 32, 0, stream>>>(logits, n_expert, count, ranked);
+  }
   return cudaGetLastError();
 }
 

@@ -141,11 +141,13 @@ Result<BenchmarkRun> run_once(Session& session, const std::vector<int32_t>& prom
 }
 
 Result<BenchmarkVariant> open_variant(const BenchmarkSetup& setup, const std::string& path,
-                                      const std::string& budget_text) {
+                                      const std::string& budget_text, const std::string& device) {
   BenchmarkVariant v;
   v.budget_text = budget_text;
+  v.device = device;
   v.options = without_plan_notes(setup.options.session);
   v.options.model_path = path;
+  v.options.device = device;
   v.options.n_ctx = setup.n_ctx;
   STRATA_RETURN_IF_ERROR(apply_memory_setting(budget_text, v.options));
   v.runs.resize(setup.options.prompt_lengths.size());
@@ -179,7 +181,11 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
                           prompt_tokens(*v.session, setup.prompt_text, options.prompt_lengths[p]));
   // The probe's buffer lives only while it measures: a session's plan (a byte budget bounds
   // the whole process) and its run must not carry the probe's 1 GiB.
-  const double bandwidth = BandwidthProbe(probe_pool, kProbeBytes).measure(kProbePasses);
+  // A GPU's weights are read from its own memory: that memory's copy rate bounds its decode.
+  const std::optional<double> device_bandwidth = v.session->engine().measure_device_bandwidth();
+  const double bandwidth = device_bandwidth
+                               ? *device_bandwidth
+                               : BandwidthProbe(probe_pool, kProbeBytes).measure(kProbePasses);
   double disk_before = 0, disk_after = 0, unit_before = 0, unit_after = 0;
   if (v.reader) {
     STRATA_ASSIGN_OR_RETURN(disk_before, probe_disk(v));
@@ -202,10 +208,10 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
 std::string progress_line(const BenchmarkSetup& setup, const BenchmarkVariant& v, int rep, size_t p,
                           const BenchmarkRun& run) {
   return fmt::format(
-      "run {}/{} {} mem {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s, hits {:.1f} %, "
+      "run {}/{} {} {} mem {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s, hits {:.1f} %, "
       "{:.1f} MB read/token, disk busy {:.0f} % (disk {:.0f} MB/s, its unit reads {:.0f} MB/s, "
       "memory {:.1f} GB/s)",
-      rep + 1, setup.options.repetitions, v.options.model_path, v.budget_text,
+      rep + 1, setup.options.repetitions, v.options.model_path, v.device, v.budget_text,
       setup.options.prompt_lengths[p], run.prefill_tokens_per_s, run.decode_tokens_per_s,
       100 * run.decode.hit_rate(), run.per_token(double(run.decode.bytes_read)) / 1e6,
       100 * run.disk_busy_share(), run.disk_bandwidth / 1e6, run.unit_disk_bandwidth / 1e6,
@@ -230,11 +236,15 @@ double BenchmarkRun::disk_delivered() const {
 
 Result<std::vector<BenchmarkVariant>> open_variants(const BenchmarkSetup& setup) {
   std::vector<BenchmarkVariant> variants;
+  const std::vector<std::string> devices = setup.options.devices.empty()
+                                               ? std::vector{setup.options.session.device}
+                                               : setup.options.devices;
   for (const std::string& path : setup.options.model_paths)
-    for (const std::string& budget_text : setup.options.memory_budgets) {
-      STRATA_ASSIGN_OR_RETURN(BenchmarkVariant v, open_variant(setup, path, budget_text));
-      variants.push_back(std::move(v));
-    }
+    for (const std::string& budget_text : setup.options.memory_budgets)
+      for (const std::string& device : devices) {
+        STRATA_ASSIGN_OR_RETURN(BenchmarkVariant v, open_variant(setup, path, budget_text, device));
+        variants.push_back(std::move(v));
+      }
   return variants;
 }
 

@@ -41,6 +41,7 @@ struct BenchmarkRun {
 
 struct BenchmarkVariant {
   std::string budget_text;  // the memory setting as given: "none", "4G", "25%"
+  std::string device;       // where it computes, as given: "cpu", "cuda", "auto"
   SessionOptions options;   // the sessions' options: the model and its memory setting
   std::unique_ptr<Session> session;
   std::vector<std::vector<BenchmarkRun>> runs;  // per prompt length

@@ -25,6 +25,8 @@ nlohmann::json read_pattern_json(const std::optional<ExpertReadPattern>& pattern
 
 nlohmann::json result_json(const VariantSummary& v, const PromptLengthSummary& s) {
   return {{"model", {{"path", v.model_path}, {"sha256", v.model_sha256}}},
+          {"device", v.device},
+          {"backend", v.backend},
           {"memory_budget", v.budget_text},
           {"memory_budget_bytes", v.memory_budget_bytes},
           {"arena_share", v.arena_share},
@@ -65,9 +67,10 @@ std::string share_cell(const std::optional<Summary>& share) {
 
 std::string markdown_row(const VariantSummary& v, const PromptLengthSummary& s) {
   return fmt::format(
-      "| {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
+      "| {} | {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
       "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {} | {} | {} |\n",
-      std::filesystem::path(v.model_path).filename().string(), v.budget_text, s.prompt_tokens,
+      std::filesystem::path(v.model_path).filename().string(), v.device, v.budget_text,
+      s.prompt_tokens,
       s.prefill_tokens_per_s.median, s.prefill_tokens_per_s.min, s.prefill_tokens_per_s.max,
       s.decode_tokens_per_s.median, s.decode_tokens_per_s.min, s.decode_tokens_per_s.max,
       100 * s.hit_rate.median, s.missed_bytes_per_token.median / 1e6,
@@ -94,10 +97,10 @@ nlohmann::json benchmark_results_json(const std::vector<VariantSummary>& variant
 
 std::string benchmark_markdown(const std::vector<VariantSummary>& variants) {
   std::string markdown =
-      "| model | mem | prompt | prefill tok/s | decode tok/s | hits | MB missed / token | "
+      "| model | device | mem | prompt | prefill tok/s | decode tok/s | hits | MB missed / token | "
       "MB read / token | wait ms / token | disk busy | bound tok/s | of bound | of unit-read "
       "bound | of resident |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const VariantSummary& v : variants)
     for (const PromptLengthSummary& s : v.prompts) markdown += markdown_row(v, s);
   return markdown;
@@ -120,7 +123,8 @@ std::string benchmark_chart_svg(const std::vector<VariantSummary>& variants,
       .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (const VariantSummary& v : variants)
     for (const PromptLengthSummary& s : v.prompts) {
-      chart.categories.push_back(fmt::format("{}{} / {}", one_model ? "" : stem(v.model_path) + " ",
+      chart.categories.push_back(fmt::format("{}{} {} / {}",
+                                             one_model ? "" : stem(v.model_path) + " ", v.device,
                                              v.budget_text, s.prompt_tokens));
       add_bar(chart.series[0], s.fraction_of_bound);
       add_bar(chart.series[1], s.disk_busy_share);

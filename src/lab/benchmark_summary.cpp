@@ -16,7 +16,8 @@ Summary summarize_runs(const std::vector<BenchmarkRun>& runs, F value) {
   return summarize(values);
 }
 
-// A streaming variant's decode as a share of the same model's all-resident variant in this
+// A streaming variant's decode as a share of the same model's all-resident variant (on the same
+// device) in this
 // bench, repetition by repetition (the variants run interleaved, so each pair ran minutes
 // apart at most): what streaming costs against not streaming, where the disk's bound says
 // little because compute, not the disk, limits the resident model. Empty without such a
@@ -25,7 +26,8 @@ std::optional<Summary> decode_share_of_resident(const std::vector<BenchmarkVaria
                                                 const BenchmarkVariant& v, size_t prompt) {
   if (!streams_experts(v.options)) return std::nullopt;
   for (const BenchmarkVariant& resident : variants) {
-    if (streams_experts(resident.options) || resident.options.model_path != v.options.model_path)
+    if (streams_experts(resident.options) || resident.options.model_path != v.options.model_path ||
+        resident.device != v.device)
       continue;
     std::vector<double> shares;
     const std::vector<BenchmarkRun>& mine = v.runs[prompt];
@@ -114,6 +116,8 @@ Result<VariantSummary> summarize_variant(const BenchmarkVariant& v,
   summary.model_path = v.options.model_path;
   STRATA_ASSIGN_OR_RETURN(summary.model_sha256, sha256_model(v.options.model_path));
   summary.budget_text = v.budget_text;
+  summary.device = v.device;
+  summary.backend = v.session->engine().backend_description();
   summary.memory_budget_bytes = v.options.memory_budget;
   summary.arena_share = v.options.arena_share;
   summary.decode_weight_bytes_per_token = double(v.session->engine().decode_weight_bytes_per_token());

@@ -55,6 +55,8 @@ struct PromptLengthSummary {
 
 struct VariantSummary {
   std::string model_path, model_sha256, budget_text;
+  std::string device;   // as given: "cpu", "cuda", "auto"
+  std::string backend;  // what it ran on (Engine::backend_description)
   uint64_t memory_budget_bytes = 0;
   double arena_share = 0;
   double decode_weight_bytes_per_token = 0;

@@ -210,6 +210,13 @@ std::string Engine::describe() const {
                      impl_->options.n_ctx, impl_->backend->describe(), impl_->loaded.store);
 }
 
+std::string Engine::backend_description() const { return impl_->backend->describe(); }
+
+std::optional<double> Engine::measure_device_bandwidth() const {
+  std::lock_guard lock(impl_->forward);
+  return impl_->backend->measure_memory_bandwidth();
+}
+
 const std::string& Engine::memory_plan() const { return impl_->loaded.memory_plan; }
 
 ExpertCounters Engine::expert_counters() const {

@@ -33,7 +33,13 @@ void add_bench_command(CLI::App& app, Action& action) {
   command->add_flag("--cold", options->cold,
                     "fresh session and dropped page cache before every run (root)");
   add_streaming_flags(command, options->session, *readahead_budget);
-  add_device_flags(command, options->session);
+  command
+      ->add_option("--device", options->devices,
+                   "where the models compute, each a variant: cpu, cuda, auto (CUDA where this "
+                   "build has it and a device answers, else the CPU)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  command->add_option("--gpu", options->session.gpu, "CUDA device index")->check(at_least(0));
   command->add_option("--prompt-file", options->prompt_file, "prompt text")
       ->default_str("a built-in one");
   command->add_option("-o,--out", *out, "write the JSON record here");
