@@ -327,7 +327,7 @@ TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
 TEST(Cli, BenchWritesRecordAndChart) {
   const fs::path json_path = scratch() / "bench.json", svg_path = scratch() / "bench.svg";
   const auto outcome =
-      strata("bench -m " + kModel + " --mem none 25% --prompt-tokens 16 -n 4 -r 3 -o " +
+      strata("bench -m " + kModel + " --device cpu --mem none 25% --prompt-tokens 16 -n 4 -r 3 -o " +
              json_path.string() + " --plot " + svg_path.string());
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   std::ifstream json_in(json_path);
@@ -337,6 +337,8 @@ TEST(Cli, BenchWritesRecordAndChart) {
   EXPECT_GT(resident.at("decode_fraction_of_bound").at("median").get<double>(), 0.0);
   EXPECT_TRUE(resident.at("unit_read_pattern").is_null());
   EXPECT_TRUE(resident.at("decode_fraction_of_unit_bound").is_null());
+  // Each variant names the backend it ran on.
+  EXPECT_EQ(resident.at("backend").get<std::string>().rfind("cpu: ", 0), 0u) << resident.dump();
   // The bundled model's units are three slices of about 14 KB, read 4 units (12 reads) at a
   // time through io_uring, or one per reader thread (2) through pread.
   const auto& streaming = json.at("results")[1];

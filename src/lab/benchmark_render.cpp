@@ -109,6 +109,7 @@ std::string benchmark_markdown(const std::vector<VariantSummary>& variants) {
 std::string benchmark_chart_svg(const std::vector<VariantSummary>& variants,
                                 const BenchmarkOptions& options) {
   const bool one_model = options.model_paths.size() == 1;
+  const bool several_devices = options.devices.size() > 1;
   auto stem = [](const std::string& path) { return std::filesystem::path(path).stem().string(); };
   BarChart chart{
       .title = (one_model ? stem(options.model_paths[0]) + ": decode" : std::string("Decode")) +
@@ -123,9 +124,10 @@ std::string benchmark_chart_svg(const std::vector<VariantSummary>& variants,
       .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (const VariantSummary& v : variants)
     for (const PromptLengthSummary& s : v.prompts) {
-      chart.categories.push_back(fmt::format("{}{} {} / {}",
-                                             one_model ? "" : stem(v.model_path) + " ", v.device,
-                                             v.budget_text, s.prompt_tokens));
+      chart.categories.push_back(fmt::format("{}{}{} / {}",
+                                             one_model ? "" : stem(v.model_path) + " ",
+                                             several_devices ? v.device + " " : "", v.budget_text,
+                                             s.prompt_tokens));
       add_bar(chart.series[0], s.fraction_of_bound);
       add_bar(chart.series[1], s.disk_busy_share);
     }
