@@ -30,6 +30,19 @@ TEST(Cli, GeneratesWithTheBundledModel) {
   EXPECT_GT(outcome.out.size(), std::string("int main(").size());
 }
 
+using ErrorCases = std::vector<std::pair<std::string, std::string>>;
+
+// Each command exits 1 with one line "strata: ..." last on stderr that holds the expected text.
+void expect_one_line_errors(const ErrorCases& cases) {
+  for (const auto& [arguments, expected] : cases) {
+    const auto outcome = strata(arguments);
+    EXPECT_EQ(outcome.exit_code, 1) << arguments;
+    const std::string line = last_line(outcome.err);
+    EXPECT_EQ(line.rfind("strata: ", 0), 0u) << arguments << "\n" << outcome.err;
+    EXPECT_NE(line.find(expected), std::string::npos) << arguments << "\n" << line;
+  }
+}
+
 TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   const fs::path truncated = scratch() / "truncated.gguf";
   {
@@ -46,7 +59,7 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
   std::ofstream(bad_predictor) << "not a predictor";
   const std::string inspect_bad_predictor =
       "inspect -m " + kModel + " --mem 100M --predictor " + bad_predictor.string();
-  std::vector<std::pair<std::string, std::string>> cases = {
+  const ErrorCases cases = {
       {"run -m /nonexistent.gguf -p hi", "/nonexistent.gguf: cannot open"},
       {"run -m " + truncated.string() + " -p hi", truncated.string() + ": "},
       {"logits -m " + kModel + " --tokens " + bad_tokens.string() + " --out /dev/null",
@@ -88,11 +101,23 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
       {"run -m " + kModel + " -p hi --stats " + scratch().string(),
        "strata: " + scratch().string() + ": is a directory"},
   };
-  // Counts that would start more threads than the pool and the I/O engine take, or wrap.
+  // Refused before the run: nothing was generated.
+  EXPECT_EQ(strata("run -m " + kModel + " -p hi --stats " + scratch().string()).out, "");
+  EXPECT_EQ(strata("run -m " + kModel + " -p hi --warm /nonexistent/dir/usage.json").out, "");
+  expect_one_line_errors(cases);
+  // The error is all inspect prints: no listing before it.
+  EXPECT_EQ(strata(inspect_bad_predictor).out, "");
+}
+
+// Counts that would start more threads than the pool and the I/O engine take, or wrap.
+TEST(Cli, ThreadCountsOutOfRangeAreOneLine) {
+  const fs::path tokens = scratch() / "thread-tokens.json";
+  std::ofstream(tokens) << "[1, 2, 3]";
+  ErrorCases cases;
   const std::string threads = "must be a whole number from 0 to 512 (got '100000')";
   for (const std::string& command : std::vector<std::string>{
            "run -m " + kModel + " -p hi", "chat -m " + kModel,
-           "logits -m " + kModel + " --tokens " + bad_tokens.string() + " --out /dev/null",
+           "logits -m " + kModel + " --tokens " + tokens.string() + " --out /dev/null",
            "trace -m " + kModel + " -p hi -o /dev/null", "eval run --suite s.json -m " + kModel,
            "bench -m " + kModel, "fit-predictor -m " + kModel + " -f " + kModel + " -o /dev/null",
            "inspect -m " + kModel, "quantize -m " + kModel + " --experts q8_0 -o /dev/null",
@@ -105,10 +130,13 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
                                 "eval run --suite s.json -m " + kModel})
     cases.push_back({command + " --io-threads 100000",
                      "--io-threads: must be a whole number from 1 to 64 (got '100000')"});
-  // Values that were taken silently: wrapped around, or meaningless where nothing streams.
+  expect_one_line_errors(cases);
+}
+
+// Values that were taken silently: wrapped around, or meaningless where nothing streams.
+TEST(Cli, ValuesOnceTakenSilentlyAreOneLine) {
   const std::string seed = "must be a whole number from 0 to 18446744073709551615, or -1";
-  cases.insert(
-      cases.end(),
+  expect_one_line_errors(
       {{"run -m " + kModel + " -p hi --seed -2",
         "--seed: " + seed + " for a random seed (got '-2')"},
        {"run -m " + kModel + " -p hi --seed 18446744073709551616", "--seed: " + seed},
@@ -141,18 +169,6 @@ TEST(Cli, BadInputIsOneLineAndExitCodeOne) {
         "--readahead: must be a whole number, 0 or more (got '-1')"},
        {"fit-predictor -m " + kModel + " -f " + kModel + " -o /dev/null --ridge 0",
         "--ridge: must be a number above 0 (got '0')"}});
-  // Refused before the run: nothing was generated.
-  EXPECT_EQ(strata("run -m " + kModel + " -p hi --stats " + scratch().string()).out, "");
-  EXPECT_EQ(strata("run -m " + kModel + " -p hi --warm /nonexistent/dir/usage.json").out, "");
-  for (const auto& [arguments, expected] : cases) {
-    const auto outcome = strata(arguments);
-    EXPECT_EQ(outcome.exit_code, 1) << arguments;
-    const std::string line = last_line(outcome.err);
-    EXPECT_EQ(line.rfind("strata: ", 0), 0u) << arguments << "\n" << outcome.err;
-    EXPECT_NE(line.find(expected), std::string::npos) << arguments << "\n" << line;
-  }
-  // The error is all inspect prints: no listing before it.
-  EXPECT_EQ(strata(inspect_bad_predictor).out, "");
 }
 
 // A thread that cannot start (here: no address space left for its stack) is one line, and the

@@ -74,7 +74,36 @@ std::vector<double> log_probs(const float* logits, int64_t n) {
 struct Totals {
   double kld = 0, ref_nll = 0, cand_nll = 0;
   int64_t top1 = 0, positions = 0;
+
+  Totals& operator+=(const Totals& other) {
+    kld += other.kld;
+    ref_nll += other.ref_nll;
+    cand_nll += other.cand_nll;
+    top1 += other.top1;
+    positions += other.positions;
+    return *this;
+  }
 };
+
+// The sums over a window's scored positions, from the two dumps' rows. Row r of a dump is the
+// logits after the window's token r; its next token is r + 1.
+Totals score_window(const std::vector<float>& ref, const std::vector<float>& cand,
+                    const std::vector<int32_t>& window_tokens, int64_t n_vocab) {
+  Totals window;
+  for (int64_t j = 0; j < kScored; ++j) {
+    const int64_t row = kPrompt - 1 + j;
+    const auto p = log_probs(ref.data() + row * n_vocab, n_vocab);
+    const auto q = log_probs(cand.data() + row * n_vocab, n_vocab);
+    for (size_t v = 0; v < p.size(); ++v) window.kld += std::exp(p[v]) * (p[v] - q[v]);
+    window.top1 += std::max_element(p.begin(), p.end()) - p.begin() ==
+                   std::max_element(q.begin(), q.end()) - q.begin();
+    const auto next = size_t(window_tokens[size_t(row + 1)]);
+    window.ref_nll -= p[next];
+    window.cand_nll -= q[next];
+    ++window.positions;
+  }
+  return window;
+}
 
 TEST(EvalCli, NumbersEqualAnIndependentComputationFromLogitsDumps) {
   const fs::path dir = testing::scratch() / "eval";
@@ -119,26 +148,13 @@ TEST(EvalCli, NumbersEqualAnIndependentComputationFromLogitsDumps) {
         tokenize(texts.at(windows[i].at("document")), dir / "document.txt");
     const int64_t start = windows[i].at("start");
     ASSERT_LE(start + kPrompt + kScored, int64_t(document.size()));
-    // Row r of a dump is the logits after the window's token r; its next token is r + 1.
     const std::vector<int32_t> window_tokens(document.begin() + start,
                                              document.begin() + start + kPrompt + kScored);
     const std::vector<float> ref = read_floats(ref_dir / (id + ".logits.bin"));
     const std::vector<float> cand = read_floats(cand_dir / (id + ".logits.bin"));
     ASSERT_EQ(int64_t(ref.size()), (kPrompt + kScored - 1) * n_vocab);
     ASSERT_EQ(cand.size(), ref.size());
-    Totals window;
-    for (int64_t j = 0; j < kScored; ++j) {
-      const int64_t row = kPrompt - 1 + j;
-      const auto p = log_probs(ref.data() + row * n_vocab, n_vocab);
-      const auto q = log_probs(cand.data() + row * n_vocab, n_vocab);
-      for (size_t v = 0; v < p.size(); ++v) window.kld += std::exp(p[v]) * (p[v] - q[v]);
-      window.top1 += std::max_element(p.begin(), p.end()) - p.begin() ==
-                     std::max_element(q.begin(), q.end()) - q.begin();
-      const auto next = size_t(window_tokens[size_t(row + 1)]);
-      window.ref_nll -= p[next];
-      window.cand_nll -= q[next];
-      ++window.positions;
-    }
+    const Totals window = score_window(ref, cand, window_tokens, n_vocab);
     const auto& reported = result.at("windows")[i];
     ASSERT_EQ(reported.at("id"), id);
     EXPECT_NEAR(reported.at("kld_sum").get<double>(), window.kld, 1e-9 + 1e-6 * window.kld) << id;
@@ -147,11 +163,7 @@ TEST(EvalCli, NumbersEqualAnIndependentComputationFromLogitsDumps) {
         << id;
     EXPECT_NEAR(reported.at("cand_nll_sum").get<double>(), window.cand_nll, 1e-6 * window.cand_nll)
         << id;
-    all.kld += window.kld;
-    all.top1 += window.top1;
-    all.positions += window.positions;
-    all.ref_nll += window.ref_nll;
-    all.cand_nll += window.cand_nll;
+    all += window;
   }
   const auto& pooled = result.at("groups").back();
   ASSERT_EQ(pooled.at("name"), "all");

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/output_path.h"
@@ -15,17 +16,27 @@
 
 namespace strata {
 
-Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> input,
-                                          const RepackOptions& options, gguf::GgufWriter& writer,
-                                          ProgressBar* progress) {
-  const gguf::GgufFile& file = *input;
-  STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(input));
-  const ExpertLayout& experts = model->weights().experts;
-  const std::set<uint64_t> expert_offsets = experts.slice_offsets();
-  auto is_expert = [&](const gguf::TensorInfo& tensor) {
-    return tensor.n_bytes > 0 && expert_offsets.contains(tensor.offset);
-  };
+namespace {
 
+constexpr std::string_view kStems[] = {"ffn_gate", "ffn_up", "ffn_down"};
+
+// The input's tensors that hold experts: those at the data offsets of the model's expert layout.
+class ExpertTensors {
+ public:
+  explicit ExpertTensors(const ExpertLayout& experts) : offsets_(experts.slice_offsets()) {}
+  bool contains(const gguf::TensorInfo& tensor) const {
+    return tensor.n_bytes > 0 && offsets_.contains(tensor.offset);
+  }
+
+ private:
+  std::set<uint64_t> offsets_;
+};
+
+// Declares the input's metadata and its tensors in `writer`: the dense ones in the input's
+// order, then each layer's experts in `options.layout`.
+Result<RepackSummary> declare_tensors(const gguf::GgufFile& file, const ExpertLayout& experts,
+                                      const RepackOptions& options, gguf::GgufWriter& writer) {
+  const ExpertTensors expert_tensors(experts);
   for (const std::string& key : file.keys())
     if (key != kQ4_0RowGroupsKey) STRATA_RETURN_IF_ERROR(writer.copy_metadata(file, key));
   if (options.grouped_rows) writer.set_uint32(kQ4_0RowGroupsKey, uint32_t(kQ4_0GroupRows));
@@ -37,9 +48,8 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
     return Status();
   };
   for (const gguf::TensorInfo& tensor : file.tensors())
-    if (!is_expert(tensor))
+    if (!expert_tensors.contains(tensor))
       STRATA_RETURN_IF_ERROR(declare(tensor.name, tensor.shape, QuantType(tensor.type_id)));
-  static constexpr std::string_view kStems[] = {"ffn_gate", "ffn_up", "ffn_down"};
   for (int layer = 0; layer < experts.n_layer(); ++layer) {
     const LayerExpertLayout& l = experts.layers[size_t(layer)];
     const ExpertTensorLayout* parts[] = {&l.gate, &l.up, &l.down};
@@ -58,8 +68,13 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
     summary.expert_bytes += l.unit_bytes() * uint64_t(experts.n_expert);
   }
   if (!experts.layers.empty()) summary.unit_bytes = experts.layers[0].unit_bytes();
+  return summary;
+}
 
-  STRATA_RETURN_IF_ERROR(writer.begin());
+// Writes the bytes of the tensors declare_tensors declared, in the same order.
+Status write_tensors(const gguf::GgufFile& file, const ExpertLayout& experts,
+                     const RepackOptions& options, gguf::GgufWriter& writer,
+                     ProgressBar* progress) {
   // Bytes are copied as they are, except Q4_0 rows whose order (grouped or not) changes.
   std::vector<uint8_t> reordered;
   auto copy = [&](uint64_t offset, uint64_t n_bytes, int64_t n_in, bool from_groups,
@@ -75,8 +90,9 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
     if (progress) progress->advance(n_bytes);
     return Status();
   };
+  const ExpertTensors expert_tensors(experts);
   for (const gguf::TensorInfo& tensor : file.tensors()) {
-    if (is_expert(tensor)) continue;
+    if (expert_tensors.contains(tensor)) continue;
     STRATA_RETURN_IF_ERROR(copy(tensor.offset, tensor.n_bytes, tensor.shape[0],
                                 grouped_in_file(file, tensor),
                                 options.grouped_rows && groupable(tensor)));
@@ -98,6 +114,20 @@ Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> 
           STRATA_RETURN_IF_ERROR(copy_slice(*part, expert));
     }
   }
+  return Status();
+}
+
+}  // namespace
+
+Result<RepackSummary> write_expert_layout(std::shared_ptr<const gguf::GgufFile> input,
+                                          const RepackOptions& options, gguf::GgufWriter& writer,
+                                          ProgressBar* progress) {
+  STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(input));
+  const ExpertLayout& experts = model->weights().experts;
+  STRATA_ASSIGN_OR_RETURN(const RepackSummary summary,
+                          declare_tensors(*input, experts, options, writer));
+  STRATA_RETURN_IF_ERROR(writer.begin());
+  STRATA_RETURN_IF_ERROR(write_tensors(*input, experts, options, writer, progress));
   return summary;
 }
 

@@ -87,7 +87,7 @@ void expect_row_matches_layout(const Format& f, const std::vector<uint8_t>& row)
 
 std::vector<Format> block_formats() {
   std::vector<Format> out;
-  for (const auto& f : legacy_test::formats())
+  for (const auto& f : legacy_test::kFormats)
     if (f.block_size == 32) out.push_back(f);
   return out;
 }

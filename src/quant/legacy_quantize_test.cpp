@@ -93,7 +93,7 @@ void expect_round_trip_within_bounds(const Format& f, const std::vector<float>& 
 
 std::vector<Format> block_formats_with_bounds() {
   std::vector<Format> out;
-  for (const auto& f : legacy_test::formats())
+  for (const auto& f : legacy_test::kFormats)
     if (f.block_size == 32 && f.type != QuantType::kIQ4_NL) out.push_back(f);
   return out;
 }
@@ -126,7 +126,7 @@ TEST(LegacyQuantize, HugeAndTinyValues) {
 }
 
 TEST(LegacyQuantize, ZerosStayZero) {
-  for (const auto& f : legacy_test::formats()) {
+  for (const auto& f : legacy_test::kFormats) {
     const std::vector<float> x(32 * 3, 0.0f);
     std::vector<uint8_t> q(f.row_bytes(96));
     f.quantize(x.data(), q.data(), 96);
@@ -137,7 +137,7 @@ TEST(LegacyQuantize, ZerosStayZero) {
 // Constant rows: the type-1 formats store the value as the minimum; the type-0 formats map it
 // to their extreme quant, exactly when value / extreme is an fp16.
 TEST(LegacyQuantize, ConstantRows) {
-  for (const auto& f : legacy_test::formats()) {
+  for (const auto& f : legacy_test::kFormats) {
     const std::vector<float> x(64, 3.0f);
     std::vector<uint8_t> q(f.row_bytes(64));
     f.quantize(x.data(), q.data(), 64);

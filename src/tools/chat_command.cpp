@@ -118,7 +118,7 @@ int chat(const ChatFlags& flags) {
   // Every chat turn adds several tokens (its turn markers), so each one's new part is a prefill.
   const SessionOptions& options = resolved.session.options;
   print_generation_summary(session, session.stats().prefill_tokens, generated,
-                           options.memory_budget > 0 || options.arena_share > 0);
+                           streams_experts(options));
   if (!options.warm_path.empty()) {
     const Status saved = session.engine().save_expert_usage();
     if (!saved.ok()) return report_failure(saved);
