@@ -39,7 +39,11 @@ def run_rounds(binaries, outdir, label, rounds, bench_arguments):
                 log.write(f"round {round_index} {side}: load average {' '.join(load)}\n")
             print(f"round {round_index}/{rounds}: {side} (load {' '.join(load)})", file=sys.stderr)
             command = [binaries[side], "bench", *bench_arguments, "-o", str(out)]
-            status = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
+            try:
+                status = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
+            except OSError as error:
+                print(f"alternate_binaries: {binaries[side]}: {error.strerror}", file=sys.stderr)
+                return False
             if status != 0:
                 print(f"alternate_binaries: {' '.join(command)}: exit {status}", file=sys.stderr)
                 return False
@@ -91,7 +95,7 @@ def main(argv):
     if len(argv) == 3 and argv[0] == "--summarize":
         return summarize(pathlib.Path(argv[1]), argv[2])
     if len(argv) < 6 or argv[5] != "--" or not argv[4].isdigit() or int(argv[4]) < 1:
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        print("usage:\n" + __doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     old, new, outdir, label, rounds = argv[:5]
     outdir = pathlib.Path(outdir)
