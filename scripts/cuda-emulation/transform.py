@@ -4,7 +4,8 @@
 import re, sys
 src = open(sys.argv[1]).read()
 src = src.replace('extern __shared__ float shared[];', 'float* shared = static_cast<float*>(::strata_emu::dynamic_shared());')
-pat = re.compile(r'([A-Za-z_][\w:]*(?:<[^;<>]*(?:<[^;<>]*>)?[^;<>]*>)?)<<<(.*?)>>>\((.*?)\);', re.S)
+# clang-format may break a long launch between the kernel's name and `<<<`.
+pat = re.compile(r'([A-Za-z_][\w:]*(?:<[^;<>]*(?:<[^;<>]*>)?[^;<>]*>)?)\s*<<<(.*?)>>>\((.*?)\);', re.S)
 def rep(m):
     name, config, args = m.group(1), m.group(2), m.group(3)
     parts, depth, cur = [], 0, ''

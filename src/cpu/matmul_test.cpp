@@ -7,8 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <algorithm>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -47,8 +48,9 @@ std::vector<float> product(ThreadPool& pool, const Matrix& w, const float* x, in
   return y;
 }
 
+// Byte spans, not memcmp: an empty product (0 tokens) has no data pointer to pass.
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return std::ranges::equal(std::as_bytes(std::span(a)), std::as_bytes(std::span(b)));
 }
 
 TEST(GroupedMatmul, TokenBitsDoNotDependOnBatch) {

@@ -181,14 +181,15 @@ constexpr bool kCpuOrder = kFloatFormat<F> || F::kActivation != Format::kQ8_K;
 template <class F>
 constexpr bool kGroupedQ4_0 = std::is_same_v<F, FormatQ4_0Grouped>;
 template <class F>
-constexpr int kPartsOf = kFloatFormat<F> ? 16 : kGroupedQ4_0<F> ? 4 : 8;
+constexpr int kPartsOf = kFloatFormat<F> ? 16 : (kGroupedQ4_0<F> ? 4 : 8);
 template <class F>
 constexpr int kChainsOf = kFloatFormat<F> || kGroupedQ4_0<F> || F::kFormat == Format::kQ8_0 ? 1 : 2;
 constexpr int kOrderedCols = 8;  // columns a thread accumulates at once
 constexpr int kOrderedWarps = 4;
 
+// Braces, not `= a * (b)`: clang-format 14 reads that in a variable template as `a*` a type.
 template <class F>
-constexpr int kOrderedRowsPerBlock = kOrderedWarps * (kWarpSize / kPartsOf<F>);
+constexpr int kOrderedRowsPerBlock{kOrderedWarps * (kWarpSize / kPartsOf<F>)};
 
 // The ordered kernel reads its rows through shared memory, a tile of chunks at a time: each
 // chain runs over the chunks of one row in order, so the row's bytes are copied in first, all

@@ -67,13 +67,22 @@ const PairedColumn& pair_up(const float* table, const uint8_t* x, int64_t n_bloc
   const __m512 lane_scale = per_lane_scale(kHighLaneScale);
   thread_local PairedColumn column;
   column.resize(size_t((n_blocks + 1) / 2));
+  // Through byte pointers: activations may start at any byte, where a BlockQ8_0 cannot.
+  constexpr size_t kActivationBytes = sizeof(BlockQ8_0);
+  const auto quants_at = [](const uint8_t* block) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ8_0, qs)));
+  };
+  const auto scale_at = [table](const uint8_t* block) {
+    uint16_t d;
+    std::memcpy(&d, block + offsetof(BlockQ8_0, d), 2);
+    return table[d];
+  };
   for (size_t p = 0; p < column.size(); ++p) {
-    const auto* first = reinterpret_cast<const BlockQ8_0*>(x) + 2 * p;
+    const uint8_t* first = x + 2 * p * kActivationBytes;
+    const uint8_t* second = first + kActivationBytes;
     const bool has_second = int64_t(2 * p + 1) < n_blocks;
-    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first[0].qs));
-    const __m256i high = has_second
-                             ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first[1].qs))
-                             : _mm256_setzero_si256();
+    const __m256i low = quants_at(first);
+    const __m256i high = has_second ? quants_at(second) : _mm256_setzero_si256();
     ColumnPair& pair = column[p];
     pair.quants = _mm512_inserti64x4(_mm512_zextsi256_si512(low), high, 1);
     pair.offsets = _mm512_mullo_epi32(
@@ -81,8 +90,8 @@ const PairedColumn& pair_up(const float* table, const uint8_t* x, int64_t n_bloc
                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset),
                                              pair.quants)),
         offset_scale);
-    pair.scales = _mm512_mul_ps(two_halves(_mm256_set1_ps(table[first[0].d]),
-                                           _mm256_set1_ps(has_second ? table[first[1].d] : 0.0f)),
+    pair.scales = _mm512_mul_ps(two_halves(_mm256_set1_ps(scale_at(first)),
+                                           _mm256_set1_ps(has_second ? scale_at(second) : 0.0f)),
                                 lane_scale);
   }
   return column;

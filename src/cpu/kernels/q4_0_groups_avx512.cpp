@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -30,16 +31,21 @@ struct alignas(32) PreparedBlock {
   float d;
 };
 
-void prepare_column(const float* table, const BlockQ8_0* x, int64_t n_blocks, PreparedBlock* out) {
+// `x` through a byte pointer: activations may start at any byte, where a BlockQ8_0 cannot.
+void prepare_column(const float* table, const uint8_t* x, int64_t n_blocks, PreparedBlock* out) {
   const __m128i eights = _mm_set1_epi8(8);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
-    const __m128i high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs + 16));
+    const uint8_t* block = x + b * int64_t(sizeof(BlockQ8_0));
+    const uint8_t* quants = block + offsetof(BlockQ8_0, qs);
+    const __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants));
+    const __m128i high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants + 16));
     const __m128i sums =
         _mm_dpbusd_epi32(_mm_dpbusd_epi32(_mm_setzero_si128(), eights, low), eights, high);
     _mm_store_si128(reinterpret_cast<__m128i*>(out[b].offsets),
                     _mm_sub_epi32(_mm_setzero_si128(), sums));
-    out[b].d = table[x[b].d];
+    uint16_t d;
+    std::memcpy(&d, block + offsetof(BlockQ8_0, d), 2);
+    out[b].d = table[d];
   }
 }
 
@@ -194,8 +200,8 @@ void vec_dot_q4_0_groups_avx512(int64_t n, const void* w, int n_groups, const vo
   PreparedBlock* prepared = prepared_storage.data();
   const auto* columns = static_cast<const uint8_t*>(x);
   for (int c = 0; c < n_cols; ++c)
-    prepare_column(table, reinterpret_cast<const BlockQ8_0*>(columns + size_t(c) * x_stride),
-                   n_blocks, prepared + size_t(c) * size_t(n_blocks));
+    prepare_column(table, columns + size_t(c) * x_stride, n_blocks,
+                   prepared + size_t(c) * size_t(n_blocks));
   const auto* weights = static_cast<const uint8_t*>(w);
   const size_t group_bytes = size_t(n_blocks) * kQ4_0GroupBlockBytes;
   // Groups outer: a group's 9 KB (2048 weights a row) stay in L1 while the columns pass.

@@ -19,6 +19,9 @@
 #include "quant/q8_0.h"
 
 #include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
 #include <vector>
 
 namespace strata {
@@ -32,17 +35,33 @@ struct alignas(64) ColumnBlock {
 };
 using Column = std::vector<ColumnBlock>;
 
-const Column& prepare_column(const float* table, const BlockQ8_0* x, int64_t n_blocks) {
+// Blocks are read through byte pointers: rows and activations may start at any byte, where a
+// BlockQ8_0 (2-byte aligned) cannot be.
+const uint8_t* block_at(const uint8_t* blocks, int64_t b) {
+  return blocks + b * int64_t(sizeof(BlockQ8_0));
+}
+
+__m256i quants_of(const uint8_t* block) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ8_0, qs)));
+}
+
+fp16_t scale_of(const uint8_t* block) {
+  fp16_t d;
+  std::memcpy(&d, block + offsetof(BlockQ8_0, d), sizeof d);
+  return d;
+}
+
+const Column& prepare_column(const float* table, const uint8_t* x, int64_t n_blocks) {
   thread_local Column column;
   column.resize(size_t(n_blocks));
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m256i quants = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256i quants = quants_of(block_at(x, b));
     ColumnBlock& block = column[size_t(b)];
     block.quants = _mm512_inserti64x4(_mm512_zextsi256_si512(quants), quants, 1);
     block.offsets = _mm512_sub_epi32(
         _mm512_setzero_si512(),
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(char(128)), block.quants));
-    block.d = table[x[b].d];
+    block.d = table[scale_of(block_at(x, b))];
   }
   return column;
 }
@@ -57,17 +76,16 @@ void dot_row_pair(const float* table, int64_t n_blocks, const uint8_t* w, size_t
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const ColumnBlock& x = column[b];
-    const auto* first = reinterpret_cast<const BlockQ8_0*>(w) + b;
-    const auto* second = reinterpret_cast<const BlockQ8_0*>(second_row) + b;
+    const uint8_t* first = block_at(w, b);
+    const uint8_t* second = block_at(second_row, b);
     prefetch_past_row_group(w, 2 * w_stride, 2 * b * int64_t(sizeof(BlockQ8_0)));
-    const __m512i quants = _mm512_inserti64x4(
-        _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(first->qs))),
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second->qs)), 1);
+    const __m512i quants =
+        _mm512_inserti64x4(_mm512_zextsi256_si512(quants_of(first)), quants_of(second), 1);
     const __m512i lanes =
         _mm512_dpbusd_epi32(x.offsets, _mm512_xor_si512(quants, sign_bits), x.quants);
-    const __m512 scale = _mm512_mul_ps(
-        two_halves(_mm256_broadcast_ss(table + first->d), _mm256_broadcast_ss(table + second->d)),
-        _mm512_set1_ps(x.d));
+    const __m512 scale = _mm512_mul_ps(two_halves(_mm256_broadcast_ss(table + scale_of(first)),
+                                                  _mm256_broadcast_ss(table + scale_of(second))),
+                                       _mm512_set1_ps(x.d));
     acc = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc);
   }
   out[0] = horizontal_sum(_mm512_castps512_ps256(acc));
@@ -81,7 +99,7 @@ void vec_dot_rows_q8_0_avx512(int64_t n, const void* w, size_t w_stride, int n_r
   const int64_t n_blocks = n / 32;
   const float* table = fp16_to_fp32_table();
   const ColumnBlock* column =
-      prepare_column(table, static_cast<const BlockQ8_0*>(x), n_blocks).data();
+      prepare_column(table, static_cast<const uint8_t*>(x), n_blocks).data();
   const auto* weights = static_cast<const uint8_t*>(w);
   int r = 0;
   for (; r + 2 <= n_rows; r += 2)
