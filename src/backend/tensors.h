@@ -19,10 +19,12 @@ struct Matrix {
   // Rows rearranged in groups of 8 (the CPU backend's Q4_0 kernel order) by whoever loaded
   // them; row(index) is then the start of a group for index a multiple of 8.
   bool grouped_rows = false;
-  // grouped_rows, but the bytes are still as the file has them: the CPU backend groups them in
-  // place before computing with them (each task its own rows, so they are in its cache when its
-  // kernel reads them). Afterwards they are grouped; the owner must know that.
-  bool group_before_use = false;
+  // The bytes are still as the file has them, in the other row order than grouped_rows says:
+  // the CPU backend rearranges them in place before computing with them, grouping them a task's
+  // rows at a time (so they are in its cache when its kernel reads them) or, where this CPU has
+  // no grouped kernel but the file is grouped, ungrouping them in a pass first. Afterwards they
+  // are in the grouped_rows order; the owner must know that.
+  bool rearrange_before_use = false;
   size_t row_bytes() const { return quant_traits(type).row_bytes(n_in); }
   const uint8_t* row(int64_t index) const { return data + size_t(index) * row_bytes(); }
 };

@@ -34,7 +34,7 @@ void norm_heads(float* rows, int64_t n_vectors, int64_t head_dim, const Vector& 
 
 // Rows [first, first + count) of m as a matrix of their own.
 Matrix row_range(const Matrix& m, int64_t first, int64_t count) {
-  return Matrix{m.type, m.row(first), m.n_in, count, m.grouped_rows, m.group_before_use};
+  return Matrix{m.type, m.row(first), m.n_in, count, m.grouped_rows, m.rearrange_before_use};
 }
 
 AttentionShape attention_shape(const ModelShape& s) {

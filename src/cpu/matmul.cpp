@@ -53,21 +53,30 @@ int64_t rows_per_task(size_t bytes, const Matrix& w) {
   return rows >= 4 ? rows / 4 * 4 : rows;
 }
 
-// The matrix's memory, which group_before_use gives this call to rearrange.
-uint8_t* mutable_rows(const Matrix& w, int64_t row) { return const_cast<uint8_t*>(w.row(row)); }
+// Puts rows as the file has them into the order grouped_rows says, in the matrix's memory,
+// which rearrange_before_use gives this call.
+void rearrange_rows(const Matrix& w, int64_t first_row, int64_t n_rows) {
+  auto* rows = const_cast<uint8_t*>(w.row(first_row));
+  if (w.grouped_rows)
+    group_q4_0_rows(rows, w.n_in, n_rows);
+  else
+    ungroup_q4_0_rows(rows, w.n_in, n_rows);
+}
 
-// Whether a job's tiles partition its rows (one token range), so that each can group its own.
-bool tiles_own_their_rows(const MatmulJob& job) {
-  return job.n_tokens >= 1 && job.n_tokens <= kTokensPerTask;
+// Whether a job's tiles partition its grouped rows (one token range), so that each can group
+// its own while they are in its cache.
+bool tiles_group_their_rows(const MatmulJob& job) {
+  return job.w->grouped_rows && job.n_tokens >= 1 && job.n_tokens <= kTokensPerTask;
 }
 
 // Tiles group their own rows before using them, unless several tiles (token ranges) share those
-// rows, or none uses them: those matrices are grouped here first, a group per task.
-void group_in_shared_rows(ThreadPool& pool, std::span<const MatmulJob> jobs) {
+// rows, or none uses them, or the rows are to be ungrouped (the tiles' rows need not be whole
+// groups then): those matrices are rearranged here first, a group per task.
+void rearrange_before_tiles(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   for (const MatmulJob& job : jobs) {
-    if (!job.w->group_before_use || tiles_own_their_rows(job)) continue;
+    if (!job.w->rearrange_before_use || tiles_group_their_rows(job)) continue;
     pool.parallel_for(job.w->n_out / kQ4_0GroupRows, [&](int64_t group, int) {
-      group_q4_0_rows(mutable_rows(*job.w, group * kQ4_0GroupRows), job.w->n_in, kQ4_0GroupRows);
+      rearrange_rows(*job.w, group * kQ4_0GroupRows, kQ4_0GroupRows);
     });
   }
 }
@@ -80,9 +89,8 @@ void compute_tile(const MatmulJob& job, const FormatKernels& kernels, const Tile
   float* y = job.y + tile.token_begin * job.y_stride + tile.row_begin;
   // Grouped rows: one kernel for decode and prefill, whose bits do not depend on n_cols.
   if (job.w->grouped_rows) {
-    if (job.w->group_before_use && tiles_own_their_rows(job))
-      group_q4_0_rows(mutable_rows(*job.w, tile.row_begin), job.w->n_in,
-                      tile.row_end - tile.row_begin);
+    if (job.w->rearrange_before_use && tiles_group_their_rows(job))
+      rearrange_rows(*job.w, tile.row_begin, tile.row_end - tile.row_begin);
     vec_dot_q4_0_groups_avx512(job.w->n_in, job.w->row(tile.row_begin),
                                int((tile.row_end - tile.row_begin) / kQ4_0GroupRows), x,
                                job.x->row_stride, n_cols, y, size_t(job.y_stride));
@@ -140,7 +148,7 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
   tiles.clear();
   kernels.clear();
   const size_t bytes = task_bytes(jobs, pool.size());
-  group_in_shared_rows(pool, jobs);
+  rearrange_before_tiles(pool, jobs);
   for (size_t j = 0; j < jobs.size(); ++j) {
     const MatmulJob& job = jobs[j];
     STRATA_CHECK(job.x->type == quant_traits(job.w->type).vec_dot_type);
@@ -161,8 +169,8 @@ void run_matmuls(ThreadPool& pool, std::span<const MatmulJob> jobs) {
 void run_matmul_here(const MatmulJob& job) {
   STRATA_CHECK(job.x->type == quant_traits(job.w->type).vec_dot_type);
   STRATA_CHECK(!job.w->grouped_rows || groups_rows(job.w->type, job.w->n_out));
-  if (job.w->group_before_use && !tiles_own_their_rows(job))
-    group_q4_0_rows(mutable_rows(*job.w, 0), job.w->n_in, job.w->n_out);
+  if (job.w->rearrange_before_use && !tiles_group_their_rows(job))
+    rearrange_rows(*job.w, 0, job.w->n_out);
   const FormatKernels& kernels = format_kernels(job.w->type);
   for (int64_t t = 0; t < job.n_tokens; t += kTokensPerTask)
     compute_tile(job, kernels, {0, 0, job.w->n_out, t, std::min(t + kTokensPerTask, job.n_tokens)});

@@ -1,8 +1,10 @@
 // run_matmuls on grouped Q4_0 rows (cpu/kernels/q4_0_groups.h): a token's outputs have the same
 // bits however many tokens a call computes, and a matrix still in the file's layout with
-// group_before_use is grouped in place by the call (each tile its rows, or a pass first when
-// several token tiles share them) and gives the grouped matrix's results. run_matmul_here (one
-// job on the calling thread) gives run_matmuls' bits, for plain and grouped rows.
+// rearrange_before_use is grouped in place by the call (each tile its rows, or a pass first when
+// several token tiles share them) and gives the grouped matrix's results; grouped bytes of a
+// matrix computed ungrouped are ungrouped in place (on any CPU: the fallback where AVX-512 VNNI
+// is missing). run_matmul_here (one job on the calling thread) gives run_matmuls' bits, for
+// plain and grouped rows.
 #include "cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -83,6 +85,19 @@ TEST(GroupedMatmul, GroupsBeforeUseInPlace) {
     EXPECT_TRUE(same_bits(want, product(*pool, to_group, p.x.data(), n_tokens)))
         << n_tokens << " tokens";
     EXPECT_EQ(p.file_layout, p.grouped) << n_tokens << " tokens";
+  }
+}
+
+TEST(Matmul, UngroupsBeforeUseInPlace) {
+  for (int64_t n_tokens : {0, 1, 5, 100}) {
+    Problem p = make_problem(n_tokens);
+    const auto pool = ThreadPool::start(2).value();
+    const Matrix plain{QuantType::kQ4_0, p.file_layout.data(), kIn, kOut};
+    const auto want = product(*pool, plain, p.x.data(), n_tokens);
+    const Matrix to_ungroup{QuantType::kQ4_0, p.grouped.data(), kIn, kOut, false, true};
+    EXPECT_TRUE(same_bits(want, product(*pool, to_ungroup, p.x.data(), n_tokens)))
+        << n_tokens << " tokens";
+    EXPECT_EQ(p.grouped, p.file_layout) << n_tokens << " tokens";
   }
 }
 

@@ -208,7 +208,7 @@ ActivationRows CudaBackend::converted(Activations x, QuantType type) {
 
 MatmulTask CudaBackend::task_for(const Matrix& w, int64_t x_first, int64_t n_cols, float* y,
                                  int64_t y_stride) {
-  STRATA_CHECK(!w.group_before_use);
+  STRATA_CHECK(!w.rearrange_before_use);
   MatmulTask task;
   task.w = weights_.resolve(w.data);
   task.n_out = w.n_out;

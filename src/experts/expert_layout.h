@@ -73,10 +73,11 @@ struct ExpertUnit {
   const uint8_t* gate = nullptr;
   const uint8_t* up = nullptr;
   const uint8_t* down = nullptr;
-  // The slices whose layout says grouped_after_read() are still as the file has them (just read
-  // into the arena): the first product that uses them groups them in place, a task's rows at a
-  // time, while they are in its cache (cpu/matmul.h, Matrix::group_before_use).
-  bool group_before_use = false;
+  // Just read into the arena, and claimed for the first time since: the slices are as the file
+  // has them. Those whose layout says grouped_after_read() or ungrouped_after_read() are put in
+  // the order this CPU computes by the first product that uses them (Matrix::
+  // rearrange_before_use).
+  bool fresh_from_file = false;
 };
 
 }  // namespace strata

@@ -5,7 +5,6 @@
 #include <chrono>
 
 #include "base/check.h"
-#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata {
 
@@ -308,23 +307,11 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
     }
     need->claimed = true;
     ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
-    const bool fresh = !s.claimed_since_read;
-    if (fresh) ungroup_after_read(layer, unit);
-    unit.group_before_use = fresh;
+    unit.fresh_from_file = !s.claimed_since_read;
     s.claimed_since_read = true;
     claimed.push_back({need->expert, unit});
   }
   return claimed;
-}
-
-void StreamingExpertStore::ungroup_after_read(int layer, const ExpertUnit& unit) const {
-  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
-  for (const auto& [slice, bytes] :
-       {std::pair{&l.gate, unit.gate}, std::pair{&l.up, unit.up}, std::pair{&l.down, unit.down}}) {
-    // The slot's memory, which the claim owns until it hands the unit out.
-    if (slice->ungrouped_after_read())
-      ungroup_q4_0_rows(const_cast<uint8_t*>(bytes), slice->n_in, slice->n_out);
-  }
 }
 
 void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> experts) {

@@ -15,12 +15,11 @@
 // begin_layer() whether or not its read finished (if the read is still running, the slot
 // stays busy until it ends, which only costs time).
 //
-// Reads land as the file has them. Slices the layout marks grouped_after_read() are grouped
-// (cpu/kernels/q4_0_groups.h) by the products of the first claim after a read (ExpertUnit::
-// group_before_use): on the compute threads, a task's rows at a time, which then read them from
-// their cache; read-aheads dropped unused cost no grouping. A file repacked with --grouped has
-// them grouped already: nothing to do, unless this CPU lacks the grouped kernel, when the claim
-// ungroups them (ungrouped_after_read(), one thread, a fallback rather than a fast path).
+// Reads land as the file has them, and the store never changes a slot's bytes: the first claim
+// after a read marks the unit fresh_from_file, and the backend's products put the slices the
+// layout marks grouped_after_read() or ungrouped_after_read() in the order this CPU computes
+// (Matrix::rearrange_before_use): on the compute threads, which then read them from their
+// cache; read-aheads dropped unused cost no rearranging.
 //
 // Thread-safety: one compute thread calls everything; reads run on the I/O engine's threads.
 #pragma once
@@ -94,9 +93,6 @@ class StreamingExpertStore final : public ExpertStore {
 
   StreamingExpertStore() = default;
   int32_t unit_id(int layer, int32_t expert) const { return layer * layout_.n_expert + expert; }
-  // Puts the slices of a unit just read that the file has grouped, and this CPU computes
-  // ungrouped, into the GGUF order.
-  void ungroup_after_read(int layer, const ExpertUnit& unit) const;
   Slot& slot(int size_class, int index) { return slots_[size_t(size_class)][size_t(index)]; }
   // A slot of `size_class` for a new unit: a free one, else an unused speculation, else the
   // policy's victim among unpinned resident units, else (on demand only) a settling slot.

@@ -188,8 +188,9 @@ Status Transformer::compute_routed_experts(int layer, const LayerExpertLayout& l
     for (const ClaimedExpert& c : claimed) {
       auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in,
                        int64_t n_out) {
-        return Matrix{t.type,         bytes, n_in, n_out,
-                      t.grouped_rows, t.grouped_after_read() && c.unit.group_before_use};
+        const bool rearrange =
+            c.unit.fresh_from_file && (t.grouped_after_read() || t.ungrouped_after_read());
+        return Matrix{t.type, bytes, n_in, n_out, t.grouped_rows, rearrange};
       };
       const size_t e = size_t(c.expert);
       jobs_.push_back({slice(layout.gate, c.unit.gate, n_embd, n_ff),
