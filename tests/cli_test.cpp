@@ -342,9 +342,9 @@ TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
 // reads.
 TEST(Cli, BenchWritesRecordAndChart) {
   const fs::path json_path = scratch() / "bench.json", svg_path = scratch() / "bench.svg";
-  const auto outcome =
-      strata("bench -m " + kModel + " --device cpu --mem none 25% --prompt-tokens 16 -n 4 -r 3 -o " +
-             json_path.string() + " --plot " + svg_path.string());
+  const auto outcome = strata("bench -m " + kModel +
+                              " --device cpu --mem none 25% --prompt-tokens 16 -n 4 -r 3 -o " +
+                              json_path.string() + " --plot " + svg_path.string());
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   std::ifstream json_in(json_path);
   const auto json = nlohmann::json::parse(json_in);

@@ -33,12 +33,14 @@ TEST_P(GoldenParity, LogitsMatchLlamaCpp) {
 
   // llama.cpp ran the whole sequence as one batch; so do we.
   const auto ours = runner.logits(tokens, int64_t(tokens.size()));
-  testing::expect_within_tolerances(c, golden::compare_logits(golden_logits, ours, runner.n_vocab()));
+  testing::expect_within_tolerances(c,
+                                    golden::compare_logits(golden_logits, ours, runner.n_vocab()));
 }
 
 TEST_P(GoldenParity, RoutesOfF32ModelsMatchLlamaCpp) {
   const GoldenCase& c = GetParam();
-  if (testing::precision_of(c.model) != Precision::kF32) GTEST_SKIP() << "sets compared only for F32";
+  if (testing::precision_of(c.model) != Precision::kF32)
+    GTEST_SKIP() << "sets compared only for F32";
   if (!fs::exists(c.model_path)) GTEST_SKIP() << "model " << c.model << " is not available here";
   testing::ModelRunner runner(c.model_path.string());
   const auto tokens = testing::sequence_ids(c);

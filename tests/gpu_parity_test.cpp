@@ -51,13 +51,15 @@ TEST_P(GpuGoldenParity, LogitsMatchLlamaCpp) {
   const auto golden_logits = golden::read_floats(c.logits_path);
   ASSERT_EQ(golden_logits.size(), tokens.size() * size_t(runner.n_vocab()));
   const auto ours = runner.logits(tokens, int64_t(tokens.size()));
-  testing::expect_within_tolerances(c, golden::compare_logits(golden_logits, ours, runner.n_vocab()));
+  testing::expect_within_tolerances(c,
+                                    golden::compare_logits(golden_logits, ours, runner.n_vocab()));
 }
 
 TEST_P(GpuGoldenParity, RoutesOfF32ModelsMatchLlamaCpp) {
   SKIP_WITHOUT_GPU();
   const GoldenCase& c = GetParam();
-  if (testing::precision_of(c.model) != Precision::kF32) GTEST_SKIP() << "sets compared only for F32";
+  if (testing::precision_of(c.model) != Precision::kF32)
+    GTEST_SKIP() << "sets compared only for F32";
   if (!fs::exists(c.model_path)) GTEST_SKIP() << "model " << c.model << " is not available here";
   testing::ModelRunner runner(c.model_path.string(), 1, Device::kCuda);
   const auto golden_routes = golden::read_ints(testing::routes_path(c));
@@ -128,8 +130,8 @@ TEST(GpuVsCpu, BundledModelMeanKldIsBelowTheBar) {
   testing::ModelRunner cpu(kBundled, 2), gpu(kBundled, 1, Device::kCuda);
   for (const auto& s : golden::sequences("trained")) {
     const auto expected = cpu.logits(s.ids, int64_t(s.ids.size()));
-    const auto m = golden::compare_logits(expected, gpu.logits(s.ids, int64_t(s.ids.size())),
-                                          cpu.n_vocab());
+    const auto m =
+        golden::compare_logits(expected, gpu.logits(s.ids, int64_t(s.ids.size())), cpu.n_vocab());
     std::printf("  %-10s gpu vs cpu: rel %.3e  kld %.3e  argmax %.4f\n", s.name.c_str(),
                 m.relative_error, m.mean_kld, m.argmax_agreement);
     EXPECT_LE(m.mean_kld, kGpuCpuMaxMeanKld) << s.name;
@@ -169,7 +171,8 @@ TEST(GpuCli, LogitsDoNotDependOnThreads) {
 
 TEST(GpuCli, GeneratesAndRefusesInOneLine) {
   SKIP_WITHOUT_GPU();
-  const auto run = testing::strata("run -m " + kBundled + " -p 'def fib(n):' -n 16 --temp 0 --device cuda");
+  const auto run =
+      testing::strata("run -m " + kBundled + " -p 'def fib(n):' -n 16 --temp 0 --device cuda");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_GT(run.out.size(), std::string("def fib(n):").size());
   const std::pair<std::string, std::string> cases[] = {

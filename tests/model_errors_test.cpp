@@ -124,7 +124,8 @@ TEST(ModelErrors, TokenIdOutOfRange) {
   auto file = gguf::GgufFile::open(kTiny).value();
   auto model = Model::load(file).value();
   ResidentExpertStore store(model->weights().experts);
-  const std::unique_ptr<Backend> backend = make_cpu_backend(model->config(), model->weight_formats(), 1).value();
+  const std::unique_ptr<Backend> backend =
+      make_cpu_backend(model->config(), model->weight_formats(), 1).value();
   Transformer transformer(model, store, *backend);
   const auto cache = backend->make_kv_cache(4).value();
   std::vector<float> logits;
@@ -165,7 +166,8 @@ TEST(ModelErrors, CorruptedCopiesNeverCrash) {
     }
     ++loaded;
     ResidentExpertStore store(model.value()->weights().experts);
-    const std::unique_ptr<Backend> backend = make_cpu_backend(model.value()->config(), model.value()->weight_formats(), 1).value();
+    const std::unique_ptr<Backend> backend =
+        make_cpu_backend(model.value()->config(), model.value()->weight_formats(), 1).value();
     Transformer transformer(model.value(), store, *backend);
     const auto cache = backend->make_kv_cache(4).value();
     std::vector<float> logits;

@@ -26,10 +26,10 @@ ModelRunner::ModelRunner(const std::string& path, int n_threads, Device device) 
   model_ =
       value_or_throw(Model::load(file, value_or_throw(load_resident_tensor_data(*file, nullptr))));
   store_ = std::make_unique<ResidentExpertStore>(model_->weights().experts);
-  backend_ = device == Device::kCuda
-                 ? value_or_throw(make_cuda_backend(model_->config(), 0))
-                 : value_or_throw(
-                       make_cpu_backend(model_->config(), model_->weight_formats(), n_threads));
+  backend_ =
+      device == Device::kCuda
+          ? value_or_throw(make_cuda_backend(model_->config(), 0))
+          : value_or_throw(make_cpu_backend(model_->config(), model_->weight_formats(), n_threads));
   throw_if_error(place_weights(*model_, *backend_));
 }
 

@@ -93,8 +93,9 @@ Result<StreamingRun> run_streaming(const std::string& path, const std::vector<in
   options.policy = setup.policy;
   STRATA_ASSIGN_OR_RETURN(
       auto store, StreamingExpertStore::create(layout, k, reader, options, make_host_slot_memory));
-  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Backend> backend,
-                          make_cpu_backend(model->config(), model->weight_formats(), setup.threads));
+  STRATA_ASSIGN_OR_RETURN(
+      const std::unique_ptr<Backend> backend,
+      make_cpu_backend(model->config(), model->weight_formats(), setup.threads));
   StreamingRun run;
   // As sessions do: the pool's workers rest while the compute thread waits for a read.
   store->set_before_blocking([&] {

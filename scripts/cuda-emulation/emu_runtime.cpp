@@ -102,7 +102,9 @@ void trampoline() {
 
 }  // namespace
 
-const emu_uint3& thread_index() { return g_block && g_block->current ? g_block->current->index : kZero; }
+const emu_uint3& thread_index() {
+  return g_block && g_block->current ? g_block->current->index : kZero;
+}
 const emu_uint3& block_index() { return g_block ? g_block->index : kZero; }
 const dim3& block_dim() { return g_block ? g_block->dims : kOne; }
 void sync_block() { wait(g_block->block); }
@@ -111,7 +113,10 @@ void* warp_slots() { return g_block->slots.data() + 256 * (g_block->current->ind
 void* dynamic_shared() { return g_block->shared.data(); }
 
 void launch(dim3 grid, dim3 block, size_t shared_bytes, std::function<void()> body) {
-  if (block.y != 1 || block.z != 1) { std::fprintf(stderr, "emu: 1-D blocks only\n"); std::abort(); }
+  if (block.y != 1 || block.z != 1) {
+    std::fprintf(stderr, "emu: 1-D blocks only\n");
+    std::abort();
+  }
   const unsigned n = block.x;
   static std::vector<std::unique_ptr<char[]>> stacks;
   while (stacks.size() < n) stacks.push_back(std::make_unique<char[]>(kStackBytes));
@@ -150,7 +155,10 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, std::function<void()> bo
         }
         state.current = nullptr;
         if (all_done) break;
-        if (state.progress == before) { std::fprintf(stderr, "emu: deadlock in block %u,%u\n", bx, by); std::abort(); }
+        if (state.progress == before) {
+          std::fprintf(stderr, "emu: deadlock in block %u,%u\n", bx, by);
+          std::abort();
+        }
       }
       g_block = nullptr;
     }
@@ -176,28 +184,70 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
 }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 cudaError_t cudaSetDeviceFlags(unsigned) { return cudaSuccess; }
-cudaError_t cudaDriverGetVersion(int* v) { *v = 13000; return cudaSuccess; }
-cudaError_t cudaGetLastError() { cudaError_t e = g_last; g_last = cudaSuccess; return e; }
-const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+cudaError_t cudaDriverGetVersion(int* v) {
+  *v = 13000;
+  return cudaSuccess;
+}
+cudaError_t cudaGetLastError() {
+  cudaError_t e = g_last;
+  g_last = cudaSuccess;
+  return e;
+}
+const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "emulated error";
+}
 cudaError_t cudaMalloc(void** p, size_t bytes) {
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (*p) std::memset(*p, 0xab, bytes);  // not zero: kernels must not rely on fresh memory
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
 cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
-cudaError_t cudaFreeHost(void* p) { std::free(p); return cudaSuccess; }
-cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind) { std::memmove(to, from, bytes); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind, cudaStream_t) { std::memmove(to, from, bytes); return cudaSuccess; }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { *s = reinterpret_cast<cudaStream_t>(new char); return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { delete reinterpret_cast<char*>(s); return cudaSuccess; }
+cudaError_t cudaFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind) {
+  std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind,
+                            cudaStream_t) {
+  std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = reinterpret_cast<cudaStream_t>(new char);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete reinterpret_cast<char*>(s);
+  return cudaSuccess;
+}
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 // Work runs when it is queued, so an event records the host's clock.
-struct CUevent_st { std::chrono::steady_clock::time_point at; };
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) { std::memset(p, value, bytes); return cudaSuccess; }
-cudaError_t cudaEventCreate(cudaEvent_t* event) { *event = new CUevent_st; return cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t event) { delete event; return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) { event->at = std::chrono::steady_clock::now(); return cudaSuccess; }
+struct CUevent_st {
+  std::chrono::steady_clock::time_point at;
+};
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  event->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
   *ms = std::chrono::duration<float, std::milli>(stop->at - start->at).count();

@@ -75,8 +75,8 @@ struct RouteRequest {
 
 // Host memory, valid until the next route().
 struct RouteResult {
-  std::span<const int32_t> picks;   // [n_tokens][k], best first
-  std::span<const float> weights;   // [n_tokens][k], the mixture weights of the picks
+  std::span<const int32_t> picks;  // [n_tokens][k], best first
+  std::span<const float> weights;  // [n_tokens][k], the mixture weights of the picks
 };
 
 // One claimed expert in compute_experts: its three slices and its rows of the gathered input
@@ -127,16 +127,15 @@ class Backend {
   virtual void embed(const Matrix& table, std::span<const int32_t> tokens, Activations hidden) = 0;
   // The attention sublayer of layer `layer` for tokens at positions [pos0, pos0 + n_rows):
   // hidden += o · attention(...) of rms_norm(hidden); their keys and values go to `cache`.
-  virtual void attention(const AttentionWeights& weights, int layer, int64_t pos0,
-                         KvCache& cache, Activations hidden) = 0;
+  virtual void attention(const AttentionWeights& weights, int layer, int64_t pos0, KvCache& cache,
+                         Activations hidden) = 0;
   // out = rms_norm(x) * weight, row by row.
   virtual void rms_norm(const Vector& weight, Activations x, Activations out) = 0;
   // Router logits of x, softmax and top-k as `request` says.
   virtual RouteResult route(const Matrix& router, Activations x, const RouteRequest& request) = 0;
   // The top `count` experts of each row of router · x, best first (ties by lower id), for the
   // read-ahead: host memory [n_rows][count], valid until the next rank_experts().
-  virtual std::span<const int32_t> rank_experts(const Matrix& router, Activations x,
-                                                int count) = 0;
+  virtual std::span<const int32_t> rank_experts(const Matrix& router, Activations x, int count) = 0;
   // w · x[row] on the host (the next-expert predictor's scores), valid until the next call.
   virtual std::span<const float> product_of_row(const Matrix& w, Activations x, int64_t row) = 0;
   // x in host memory, for observers.

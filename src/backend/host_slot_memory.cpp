@@ -16,9 +16,9 @@ Result<std::unique_ptr<HostSlotMemory>> HostSlotMemory::create(
     const size_t bytes = c.slot_bytes * size_t(c.n_slots);
     HugePageMemory block = allocate_on_huge_pages(bytes, alignment);
     if (!block) return Status::errorf("cannot allocate {} bytes for the expert arena", bytes);
-    // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
-    // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
-    // would show up in RSS only as it fills.
+      // Fault the pages in now: otherwise the first read into each slot pays for zeroing and
+      // mapping it inside the decode loop (13 % of a 30B run's cycles), and the arena's memory
+      // would show up in RSS only as it fills.
 #ifdef MADV_POPULATE_WRITE
     if (::madvise(block.get(), bytes, MADV_POPULATE_WRITE) != 0)
 #endif

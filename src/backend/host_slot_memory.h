@@ -17,7 +17,7 @@ namespace strata {
 class HostSlotMemory final : public ExpertSlotMemory {
  public:
   static Result<std::unique_ptr<HostSlotMemory>> create(std::span<const SlotClassShape> classes,
-                                                       size_t alignment);
+                                                        size_t alignment);
 
   uint8_t* read_target(int size_class, int slot) override;
   const uint8_t* compute_address(int size_class, int slot) const override;

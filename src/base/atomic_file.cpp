@@ -30,11 +30,9 @@ Result<AtomicFile> AtomicFile::create(std::string path) {
     return AtomicFile(std::move(path), TemporaryPath(), fd);
   }
   TemporaryPath temporary(path + ".tmp-" + std::to_string(::getpid()), TemporaryPath::Kind::kFile);
-  const int fd =
-      ::open(temporary.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(temporary.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::errorf("{}: cannot create {}: {}", path, temporary.path(),
-                          std::strerror(errno));
+    return Status::errorf("{}: cannot create {}: {}", path, temporary.path(), std::strerror(errno));
   return AtomicFile(std::move(path), std::move(temporary), fd);
 }
 

@@ -15,18 +15,18 @@ namespace strata::detail {
 }
 }  // namespace strata::detail
 
-#define STRATA_CHECK(condition)                                                   \
-  do {                                                                            \
+#define STRATA_CHECK(condition)                                                           \
+  do {                                                                                    \
     if (!(condition)) ::strata::detail::check_failed(__FILE__, __LINE__, #condition, ""); \
   } while (0)
 
-#define STRATA_CHECK_OP(a, op, b)                                                        \
-  do {                                                                                   \
-    const auto& strata_a_ = (a);                                                         \
-    const auto& strata_b_ = (b);                                                         \
-    if (!(strata_a_ op strata_b_))                                                       \
-      ::strata::detail::check_failed(__FILE__, __LINE__, #a " " #op " " #b,              \
-                                     fmt::format("({} vs {})", strata_a_, strata_b_));   \
+#define STRATA_CHECK_OP(a, op, b)                                                      \
+  do {                                                                                 \
+    const auto& strata_a_ = (a);                                                       \
+    const auto& strata_b_ = (b);                                                       \
+    if (!(strata_a_ op strata_b_))                                                     \
+      ::strata::detail::check_failed(__FILE__, __LINE__, #a " " #op " " #b,            \
+                                     fmt::format("({} vs {})", strata_a_, strata_b_)); \
   } while (0)
 
 #define STRATA_CHECK_EQ(a, b) STRATA_CHECK_OP(a, ==, b)

@@ -48,13 +48,13 @@ fp16_t fp32_to_fp16(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (bits >> 16) & 0x8000;
   const uint32_t abs_bits = bits & 0x7fffffff;
-  if (abs_bits > 0x7f800000) return fp16_t(sign | 0x7e00);             // NaN
-  if (abs_bits >= 0x477ff000) return fp16_t(sign | 0x7c00);             // overflow -> inf
-  if (abs_bits < 0x38800000) {                                          // subnormal or zero
-    if (abs_bits < 0x33000000) return fp16_t(sign);                     // below half the smallest
+  if (abs_bits > 0x7f800000) return fp16_t(sign | 0x7e00);   // NaN
+  if (abs_bits >= 0x477ff000) return fp16_t(sign | 0x7c00);  // overflow -> inf
+  if (abs_bits < 0x38800000) {                               // subnormal or zero
+    if (abs_bits < 0x33000000) return fp16_t(sign);          // below half the smallest
     const uint32_t exponent = abs_bits >> 23;
     const uint32_t mantissa = (abs_bits & 0x7fffff) | 0x800000;
-    const uint32_t shift = 126 - exponent;                              // 14..24
+    const uint32_t shift = 126 - exponent;  // 14..24
     uint32_t half = mantissa >> shift;
     const uint32_t remainder = mantissa & ((1u << shift) - 1);
     const uint32_t halfway = 1u << (shift - 1);

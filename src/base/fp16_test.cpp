@@ -10,9 +10,7 @@ namespace strata {
 namespace {
 
 // The hardware converter (F16C) is an independent reference for every half and many floats.
-__attribute__((target("f16c"))) float hw_to_fp32(fp16_t h) {
-  return _cvtsh_ss(h);
-}
+__attribute__((target("f16c"))) float hw_to_fp32(fp16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) fp16_t hw_to_fp16(float f) {
   return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
 }

@@ -19,8 +19,8 @@ void populate_mapping(std::span<const uint8_t> bytes, ProgressBar* progress) {
     const auto address = reinterpret_cast<uintptr_t>(bytes.data() + begin);
     const uintptr_t aligned = address & ~uintptr_t(page - 1);
 #ifdef MADV_POPULATE_READ
-    const bool populated = ::madvise(reinterpret_cast<void*>(aligned),
-                                     length + (address - aligned), MADV_POPULATE_READ) == 0;
+    const bool populated = ::madvise(reinterpret_cast<void*>(aligned), length + (address - aligned),
+                                     MADV_POPULATE_READ) == 0;
 #else
     const bool populated = false;
 #endif

@@ -4,8 +4,8 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/elementwise.h"
-#include "cpu/rope.h"
 #include "cpu/kernels/q4_0_groups.h"
+#include "cpu/rope.h"
 
 namespace strata {
 namespace {
@@ -107,9 +107,8 @@ void CpuBackend::attention_batch(const AttentionWeights& w, const LayerKvView& k
   const int64_t head_dim = shape_.head_dim;
   const int64_t q_dim = shape_.n_head * head_dim, kv_dim = shape_.n_head_kv * head_dim;
   float *q = scratch_.q.data(), *k = scratch_.k.data(), *v = scratch_.v.data();
-  const MatmulJob jobs[] = {{&w.q, &xq, 0, n, q, q_dim},
-                            {&w.k, &xk, 0, n, k, kv_dim},
-                            {&w.v, &xv, 0, n, v, kv_dim}};
+  const MatmulJob jobs[] = {
+      {&w.q, &xq, 0, n, q, q_dim}, {&w.k, &xk, 0, n, k, kv_dim}, {&w.v, &xv, 0, n, v, kv_dim}};
   run_matmuls(*pool_, jobs);
   add_bias(q, n, w.q_bias, 0, q_dim);
   add_bias(k, n, w.k_bias, 0, kv_dim);
@@ -123,8 +122,8 @@ void CpuBackend::attention_batch(const AttentionWeights& w, const LayerKvView& k
     rope.apply(k + t * kv_dim, shape_.n_head_kv, angles);
     kv.store(pos0 + t, k + t * kv_dim, v + t * kv_dim);
   }
-  strata::attention(*pool_, attention_shape(shape_), kv, q, n, pos0,
-                    scratch_.attention_out.data(), scratch_.attention);
+  strata::attention(*pool_, attention_shape(shape_), kv, q, n, pos0, scratch_.attention_out.data(),
+                    scratch_.attention);
 }
 
 }  // namespace strata

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/check.h"
 #include "backend/host_slot_memory.h"
+#include "base/check.h"
 #include "base/cpu_features.h"
 #include "cpu/elementwise.h"
 #include "cpu/topk.h"
@@ -106,8 +106,12 @@ void CpuBackend::rms_norm(const Vector& weight, Activations x, Activations out) 
 RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
   const int64_t n = x.n_rows, n_expert = router.n_out;
   const int k = request.k;
-  const MatmulJob job{&router, &converted(x, quant_traits(router.type).vec_dot_type), 0, n,
-                      scratch_.router_logits.data(), n_expert};
+  const MatmulJob job{&router,
+                      &converted(x, quant_traits(router.type).vec_dot_type),
+                      0,
+                      n,
+                      scratch_.router_logits.data(),
+                      n_expert};
   run_matmuls(*pool_, {&job, 1});
   const bool cache_aware = request.moce_bonus != 0.0f;
   const int protect = std::clamp(request.moce_protect, 0, k);

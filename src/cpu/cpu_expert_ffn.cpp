@@ -37,12 +37,12 @@ size_t unit_bytes(const ExpertJob& job) {
 }  // namespace
 
 void CpuBackend::gather_expert_inputs(Activations x, std::span<const int64_t> token_of_row,
-                                      QuantType gate_type, QuantType up_type,
-                                      QuantType down_type) {
+                                      QuantType gate_type, QuantType up_type, QuantType down_type) {
   const QuantType gate_input = quant_traits(gate_type).vec_dot_type;
   const QuantType up_input = quant_traits(up_type).vec_dot_type;
   gather_rows(converted(x, gate_input), token_of_row, scratch_.gathered_gate);
-  if (up_input != gate_input) gather_rows(converted(x, up_input), token_of_row, scratch_.gathered_up);
+  if (up_input != gate_input)
+    gather_rows(converted(x, up_input), token_of_row, scratch_.gathered_up);
   reshape_rows(scratch_.expert_activations, quant_traits(down_type).vec_dot_type,
                int64_t(token_of_row.size()), shape_.n_ff_expert);
 }
@@ -118,12 +118,11 @@ void CpuBackend::shared_expert(const SharedExpertWeights& w, Activations x, Acti
   const int64_t n = x.n_rows, n_embd = shape_.n_embd, n_ff = shape_.n_ff_shared;
   float *gate = scratch_.shared_gate_out.data(), *up = scratch_.shared_up_out.data();
   float *down = scratch_.shared_down_out.data(), *scale = scratch_.shared_scale.data();
-  const Matrix gate_input{QuantType::kF32,
-                          reinterpret_cast<const uint8_t*>(w.gate_input.data()), n_embd, 1};
-  const MatmulJob jobs[] = {
-      {&w.gate, &converted(x, activation_type(w.gate)), 0, n, gate, n_ff},
-      {&w.up, &converted(x, activation_type(w.up)), 0, n, up, n_ff},
-      {&gate_input, &converted(x, QuantType::kF32), 0, n, scale, 1}};
+  const Matrix gate_input{QuantType::kF32, reinterpret_cast<const uint8_t*>(w.gate_input.data()),
+                          n_embd, 1};
+  const MatmulJob jobs[] = {{&w.gate, &converted(x, activation_type(w.gate)), 0, n, gate, n_ff},
+                            {&w.up, &converted(x, activation_type(w.up)), 0, n, up, n_ff},
+                            {&gate_input, &converted(x, QuantType::kF32), 0, n, scale, 1}};
   run_matmuls(*pool_, jobs);
   silu_mul(gate, up, n * n_ff, gate);
   matmul(*pool_, w.down, gate, n, down, scratch_.rows);

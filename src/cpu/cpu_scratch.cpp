@@ -18,7 +18,7 @@ struct Allocator {
   template <class T>
   void operator()(std::vector<T>& buffer, uint64_t count) {
     std::vector<T>().swap(buffer);
-    buffer.reserve(size_t(count));  // exactly; resize() below stays within it
+    buffer.reserve(size_t(count));                     // exactly; resize() below stays within it
     if constexpr (std::is_same_v<T, uint8_t>) return;  // converted rows: shaped when converted
     buffer.resize(size_t(count));
   }
@@ -35,9 +35,7 @@ struct Releaser {
 uint64_t converted_bytes(QuantType weight_type, uint64_t rows, int64_t n_in) {
   return rows * quant_traits(quant_traits(weight_type).vec_dot_type).row_bytes(n_in);
 }
-QuantType activation_type(QuantType weight_type) {
-  return quant_traits(weight_type).vec_dot_type;
-}
+QuantType activation_type(QuantType weight_type) { return quant_traits(weight_type).vec_dot_type; }
 
 }  // namespace
 
@@ -46,7 +44,8 @@ void CpuScratch::visit(const ModelShape& m, const WeightFormats& formats, const 
                        Visitor&& visitor) {
   const uint64_t T = uint64_t(s.max_tokens), E = uint64_t(m.n_embd);
   const uint64_t n_used = uint64_t(m.n_expert_used), n_expert = uint64_t(m.n_expert);
-  const uint64_t q_dim = uint64_t(m.n_head * m.head_dim), kv_dim = uint64_t(m.n_head_kv * m.head_dim);
+  const uint64_t q_dim = uint64_t(m.n_head * m.head_dim),
+                 kv_dim = uint64_t(m.n_head_kv * m.head_dim);
   const uint64_t F = uint64_t(m.n_ff_expert), Fs = uint64_t(m.n_ff_shared);
   const uint64_t routed = T * n_used;
   for (auto* buffer : {&hidden, &normed, &lookahead, &moe_out, &attention_input, &projected})
@@ -80,7 +79,8 @@ void CpuScratch::visit(const ModelShape& m, const WeightFormats& formats, const 
     rows_bytes = std::max({rows_bytes, converted_bytes(l.o, T, int64_t(q_dim)),
                            converted_bytes(l.router, T, m.n_embd)});
     if (l.shared_expert) {
-      for (QuantType weight : {l.shared_gate, l.shared_up}) used[size_t(activation_type(weight))] = true;
+      for (QuantType weight : {l.shared_gate, l.shared_up})
+        used[size_t(activation_type(weight))] = true;
       used[size_t(QuantType::kF32)] = true;  // the shared expert's gate input
       rows_bytes = std::max(rows_bytes, converted_bytes(l.shared_down, T, m.n_ff_shared));
     }
@@ -88,7 +88,8 @@ void CpuScratch::visit(const ModelShape& m, const WeightFormats& formats, const 
   // The next-expert predictor's matrices are F32.
   if (s.next_visit_scores > 0) used[size_t(activation_type(QuantType::kF32))] = true;
   for (size_t slot = 0; slot < used.size(); ++slot)
-    visitor(converted[slot].bytes, used[slot] ? T * quant_traits(QuantType(slot)).row_bytes(m.n_embd) : 0);
+    visitor(converted[slot].bytes,
+            used[slot] ? T * quant_traits(QuantType(slot)).row_bytes(m.n_embd) : 0);
   visitor(gathered_gate.bytes, gathered_gate_bytes);
   visitor(gathered_up.bytes, gathered_up_bytes);
   visitor(expert_activations.bytes, activation_bytes);
@@ -115,10 +116,9 @@ uint64_t CpuScratch::bytes_for(const ModelShape& model, const WeightFormats& for
   // The logits rows the caller receives (a row per token when teacher-forced, else one).
   const uint64_t logits =
       uint64_t(shape.all_logits ? shape.max_tokens : 1) * uint64_t(model.n_vocab);
-  return counter.bytes +
-         (logits + uint64_t(shape.next_visit_scores) +
-          AttentionScratch::floats_for(shape.n_ctx, n_threads)) *
-             sizeof(float);
+  return counter.bytes + (logits + uint64_t(shape.next_visit_scores) +
+                          AttentionScratch::floats_for(shape.n_ctx, n_threads)) *
+                             sizeof(float);
 }
 
 }  // namespace strata

@@ -43,8 +43,9 @@ __global__ void prepare_kernel(AttentionShape shape, AttentionInputs in, int64_t
   const bool active = i < half;
   const int64_t q_dim = shape.n_head * shape.head_dim, kv_dim = shape.n_head_kv * shape.head_dim;
   const bool is_q = head < shape.n_head, is_k = !is_q && head < shape.n_head + shape.n_head_kv;
-  const int64_t kv_head =
-      is_q ? 0 : is_k ? head - shape.n_head : head - shape.n_head - shape.n_head_kv;
+  const int64_t kv_head = is_q   ? 0
+                          : is_k ? head - shape.n_head
+                                 : head - shape.n_head - shape.n_head_kv;
   if (!is_q && !is_k) {  // v: stored as it is
     if (!active) return;
     const float* v = in.v + t * kv_dim + kv_head * shape.head_dim;
@@ -198,7 +199,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
     const int lane = threadIdx.x % 8;
     if (d < head_dim) {
       float acc = 0.0f;
-      for (int64_t j = lane; j < n_pos; j += 8) acc = fmaf(values[j * head_dim + d], scores[j], acc);
+      for (int64_t j = lane; j < n_pos; j += 8)
+        acc = fmaf(values[j * head_dim + d], scores[j], acc);
       lanes[threadIdx.x / 8][lane] = acc;
     }
     __syncthreads();

@@ -117,7 +117,8 @@ cudaError_t launch_convert_rows(const ConvertRequest& request, cudaStream_t stre
     }
     const unsigned blocks = unsigned(table.first_block[table.n_ranges]);
     if (blocks == 0) continue;
-    convert_kernel<<<blocks, kThreads, 0, stream>>>(request.x, request.x_stride, request.out, table);
+    convert_kernel<<<blocks, kThreads, 0, stream>>>(request.x, request.x_stride, request.out,
+                                                    table);
     const cudaError_t launched = cudaGetLastError();
     if (launched != cudaSuccess) return launched;
   }

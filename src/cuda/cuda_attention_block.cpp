@@ -28,8 +28,8 @@ void CudaBackend::attention(const AttentionWeights& w, int layer, int64_t pos0, 
   const LayerCache layer_cache = kv.layer(layer);
   const AttentionShape shape{shape_.n_head, shape_.n_head_kv, head_dim,
                              1.0f / std::sqrt(float(head_dim)), shape_.rms_eps};
-  const AttentionInputs inputs{q, k, v, device_vector(w.q_norm), device_vector(w.k_norm),
-                               kv.rope_cos(), kv.rope_sin()};
+  const AttentionInputs inputs{
+      q, k, v, device_vector(w.q_norm), device_vector(w.k_norm), kv.rope_cos(), kv.rope_sin()};
   if (!ok(launch_prepare_attention(shape, inputs, n, pos0, layer_cache, stream_),
           "preparing attention"))
     return;

@@ -110,7 +110,8 @@ std::optional<double> CudaBackend::measure_memory_bandwidth() {
   // Twice the L2 cache and more: the copies stream through device memory.
   constexpr size_t kBytes = size_t(512) << 20;
   constexpr int kPasses = 5;
-  if (!failure_.ok() || !ok(cudaStreamSynchronize(stream_), "finishing the batch")) return std::nullopt;
+  if (!failure_.ok() || !ok(cudaStreamSynchronize(stream_), "finishing the batch"))
+    return std::nullopt;
   void *from = nullptr, *to = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   float best_ms = INFINITY;
@@ -121,7 +122,8 @@ std::optional<double> CudaBackend::measure_memory_bandwidth() {
       float ms = 0;
       if (cudaEventRecord(start, stream_) != cudaSuccess ||
           cudaMemcpyAsync(to, from, kBytes, cudaMemcpyDeviceToDevice, stream_) != cudaSuccess ||
-          cudaEventRecord(stop, stream_) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
+          cudaEventRecord(stop, stream_) != cudaSuccess ||
+          cudaEventSynchronize(stop) != cudaSuccess ||
           cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
         best_ms = INFINITY;
         break;
@@ -237,8 +239,12 @@ void CudaBackend::run(std::span<const Product> products) {
       tasks.push_back(p.task);
       done[j] = true;
     }
-    const MatmulRequest request{format_of(first.w->type), first.w->grouped_rows, first.w->n_in,
-                                first.w->row_bytes(), first.x, tasks};
+    const MatmulRequest request{format_of(first.w->type),
+                                first.w->grouped_rows,
+                                first.w->n_in,
+                                first.w->row_bytes(),
+                                first.x,
+                                tasks};
     if (!ok(launch_matmul(request, stream_), "a matrix product")) return;
   }
 }
@@ -399,22 +405,27 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const ModelShape& shape, int 
                             shape.n_ff_shared};
   for (const int64_t width : widths)
     if (width % cuda::kChunkWeights != 0)
-      return Status::errorf("--device cuda: a row length of {} is not a multiple of {}, which "
-                            "the CUDA kernels need", width, cuda::kChunkWeights);
+      return Status::errorf(
+          "--device cuda: a row length of {} is not a multiple of {}, which "
+          "the CUDA kernels need",
+          width, cuda::kChunkWeights);
   if (shape.head_dim > cuda::kMaxHeadDim)
-    return Status::errorf("--device cuda: heads of {} dimensions are more than the {} the "
-                          "attention kernels take", shape.head_dim, cuda::kMaxHeadDim);
+    return Status::errorf(
+        "--device cuda: heads of {} dimensions are more than the {} the "
+        "attention kernels take",
+        shape.head_dim, cuda::kMaxHeadDim);
   if (shape.n_expert > cuda::kMaxRoutedExperts || shape.n_expert_used > cuda::kMaxExpertsUsed)
-    return Status::errorf("--device cuda: {} experts, {} per token, are more than the routing "
-                          "kernel takes ({}, {})", shape.n_expert, shape.n_expert_used,
-                          cuda::kMaxRoutedExperts, cuda::kMaxExpertsUsed);
+    return Status::errorf(
+        "--device cuda: {} experts, {} per token, are more than the routing "
+        "kernel takes ({}, {})",
+        shape.n_expert, shape.n_expert_used, cuda::kMaxRoutedExperts, cuda::kMaxExpertsUsed);
   // The host waits for every layer's routes: spinning answers sooner than sleeping.
   cudaSetDeviceFlags(cudaDeviceScheduleSpin);
   cudaGetLastError();  // fails harmlessly where the device's context exists already
   STRATA_RETURN_IF_ERROR(cuda::cuda_status(cudaSetDevice(device), "selecting the device"));
-  STRATA_RETURN_IF_ERROR(
-      cuda::cuda_status(cuda::allow_attention_shared_bytes(cuda::attention_shared_limit(properties)),
-                        "setting attention's shared memory"));
+  STRATA_RETURN_IF_ERROR(cuda::cuda_status(
+      cuda::allow_attention_shared_bytes(cuda::attention_shared_limit(properties)),
+      "setting attention's shared memory"));
   cudaStream_t stream;
   STRATA_RETURN_IF_ERROR(cuda::cuda_status(
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream"));

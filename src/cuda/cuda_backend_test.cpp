@@ -52,7 +52,7 @@ struct RandomWeights {
   AttentionWeights attention;
   SharedExpertWeights shared;
   std::vector<Matrix> gate, up, down;  // per expert
-  WeightFormats formats;  // as the CPU backend sizes its scratch by them
+  WeightFormats formats;               // as the CPU backend sizes its scratch by them
 
   Matrix matrix(QuantType type, int64_t n_in, int64_t n_out, uint32_t seed) {
     storage.push_back(random_rows(type, n_out, n_in, seed));
@@ -93,19 +93,25 @@ struct RandomWeights {
       down.push_back(matrix(type, s.n_ff_expert, s.n_embd, uint32_t(102 + 3 * e)));
     }
     formats.output = type;
-    formats.layers.assign(size_t(s.n_layer), LayerFormats{.q = type, .k = type, .v = type,
-                                                          .o = type, .router = QuantType::kF32,
-                                                          .gate = type, .up = type, .down = type,
+    formats.layers.assign(size_t(s.n_layer), LayerFormats{.q = type,
+                                                          .k = type,
+                                                          .v = type,
+                                                          .o = type,
+                                                          .router = QuantType::kF32,
+                                                          .gate = type,
+                                                          .up = type,
+                                                          .down = type,
                                                           .shared_expert = true,
-                                                          .shared_gate = type, .shared_up = type,
+                                                          .shared_gate = type,
+                                                          .shared_up = type,
                                                           .shared_down = type});
   }
 
   void place_on(Backend& backend) {
     for (const auto& bytes : storage) ASSERT_TRUE(backend.place(bytes.data(), bytes.size()).ok());
-    for (const Vector* v : {&output_norm, &ffn_norm, &attention.norm, &attention.q_bias,
-                            &attention.k_bias, &attention.v_bias, &attention.q_norm,
-                            &attention.k_norm, &shared.gate_input})
+    for (const Vector* v :
+         {&output_norm, &ffn_norm, &attention.norm, &attention.q_bias, &attention.k_bias,
+          &attention.v_bias, &attention.q_norm, &attention.k_norm, &shared.gate_input})
       ASSERT_TRUE(backend.place(v->data(), v->size() * sizeof(float)).ok());
   }
 };
@@ -155,7 +161,8 @@ LayerOutputs run_layer(Backend& backend, RandomWeights& w, const ModelShape& s,
     const int k = request.k;
     std::vector<int64_t> rows(size_t(s.n_expert), 0), first(size_t(s.n_expert), 0);
     for (const int32_t e : out.picks.back()) ++rows[size_t(e)];
-    for (int64_t e = 1; e < s.n_expert; ++e) first[size_t(e)] = first[size_t(e - 1)] + rows[size_t(e - 1)];
+    for (int64_t e = 1; e < s.n_expert; ++e)
+      first[size_t(e)] = first[size_t(e - 1)] + rows[size_t(e - 1)];
     std::vector<int64_t> row_of_pick(size_t(c.n * k)), token_of_row(size_t(c.n * k));
     std::vector<int64_t> filled(size_t(s.n_expert), 0);
     for (size_t p = 0; p < row_of_pick.size(); ++p) {
@@ -223,7 +230,9 @@ TEST_P(GpuBackendOps, ComputeWhatTheCpuBackendComputes) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, GpuBackendOps,
                          ::testing::Values(QuantType::kF32, QuantType::kQ8_0, QuantType::kQ4_K),
-                         [](const auto& info) { return std::string(quant_traits(info.param).name); });
+                         [](const auto& info) {
+                           return std::string(quant_traits(info.param).name);
+                         });
 
 }  // namespace
 }  // namespace strata::cuda

@@ -75,9 +75,9 @@ void CudaBackend::compute_experts(std::span<const ExpertJob> jobs) {
     input = scratch_.expert_input.view(down_format, total_rows, n_ff);
   }
   for (const ExpertJob& j : jobs)
-    downs.push_back({&j.down, input,
-                     task_for(j.down, j.first_row, j.n_rows, down_out + j.first_row * n_embd,
-                              n_embd)});
+    downs.push_back(
+        {&j.down, input,
+         task_for(j.down, j.first_row, j.n_rows, down_out + j.first_row * n_embd, n_embd)});
   run(downs);
 }
 
@@ -107,9 +107,11 @@ void CudaBackend::shared_expert(const SharedExpertWeights& w, Activations x, Act
   float *down = scratch_.shared_down.as<float>(), *scale = scratch_.shared_scale.as<float>();
   const Matrix gate_input{QuantType::kF32, reinterpret_cast<const uint8_t*>(w.gate_input.data()),
                           n_embd, 1};
-  std::vector<Product> first{{&w.gate, converted(x, w.gate.type), task_for(w.gate, 0, n, gate, n_ff)}};
+  std::vector<Product> first{
+      {&w.gate, converted(x, w.gate.type), task_for(w.gate, 0, n, gate, n_ff)}};
   if (!w.gate_input.empty())
-    first.push_back({&gate_input, converted(x, QuantType::kF32), task_for(gate_input, 0, n, scale, 1)});
+    first.push_back(
+        {&gate_input, converted(x, QuantType::kF32), task_for(gate_input, 0, n, scale, 1)});
   run(first);
   Product up{&w.up, converted(x, w.up.type), task_for(w.up, 0, n, h, n_ff)};
   up.task.epilogue = Epilogue::kSiluTimes;

@@ -39,10 +39,10 @@ Result<std::unique_ptr<CudaKvCache>> CudaKvCache::create(const ModelShape& shape
   }
   STRATA_ASSIGN_OR_RETURN(cache->rope_,
                           DeviceBuffer::allocate(angles.size() * sizeof(float), "the RoPE angles"));
-  STRATA_RETURN_IF_ERROR(cuda_status(cudaMemcpy(cache->rope_.data(), angles.data(),
-                                                angles.size() * sizeof(float),
-                                                cudaMemcpyHostToDevice),
-                                     "copying the RoPE angles to the device"));
+  STRATA_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpy(cache->rope_.data(), angles.data(), angles.size() * sizeof(float),
+                             cudaMemcpyHostToDevice),
+                  "copying the RoPE angles to the device"));
   return cache;
 }
 

@@ -34,8 +34,8 @@ Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes, std::string_view what)
   const cudaError_t error = cudaMalloc(&data, bytes);
   if (error != cudaSuccess) {
     cudaGetLastError();  // an allocation failure is not sticky; clear it
-    return Status::errorf("cuda: cannot allocate {} bytes of device memory for {}: {}", bytes,
-                          what, cudaGetErrorString(error));
+    return Status::errorf("cuda: cannot allocate {} bytes of device memory for {}: {}", bytes, what,
+                          cudaGetErrorString(error));
   }
   buffer.data_ = static_cast<uint8_t*>(data);
   buffer.bytes_ = bytes;

@@ -70,7 +70,8 @@ template <class Visitor>
 void CudaScratch::visit(const ModelShape& m, int64_t tokens, Visitor&& visitor) {
   const uint64_t T = uint64_t(tokens), E = uint64_t(m.n_embd), f = sizeof(float);
   const uint64_t n_used = uint64_t(m.n_expert_used), n_expert = uint64_t(m.n_expert);
-  const uint64_t q_dim = uint64_t(m.n_head * m.head_dim), kv_dim = uint64_t(m.n_head_kv * m.head_dim);
+  const uint64_t q_dim = uint64_t(m.n_head * m.head_dim),
+                 kv_dim = uint64_t(m.n_head_kv * m.head_dim);
   const uint64_t F = uint64_t(m.n_ff_expert), Fs = uint64_t(m.n_ff_shared);
   for (auto* buffer : {&hidden, &normed, &lookahead, &moe_out, &attention_input})
     visitor(*buffer, T * E * f, "activations");
@@ -121,8 +122,9 @@ uint64_t CudaScratch::bytes_for(const ModelShape& model, const ScratchShape& sha
   ByteCounter counter;
   CudaScratch().visit(model, shape.max_tokens, counter);
   const uint64_t logits_rows = uint64_t(shape.all_logits ? shape.max_tokens : 1);
-  return counter.bytes + (logits_rows * uint64_t(model.n_vocab) + uint64_t(shape.next_visit_scores)) *
-                             sizeof(float);
+  return counter.bytes +
+         (logits_rows * uint64_t(model.n_vocab) + uint64_t(shape.next_visit_scores)) *
+             sizeof(float);
 }
 
 }  // namespace strata::cuda

@@ -25,10 +25,9 @@ namespace strata::cuda::testing {
 // Every weight format the CPU reads.
 inline const std::vector<QuantType>& weight_formats() {
   static const std::vector<QuantType> formats = {
-      QuantType::kF32,  QuantType::kF16,    QuantType::kBF16,   QuantType::kQ8_0,
-      QuantType::kQ4_0, QuantType::kQ4_1,   QuantType::kQ5_0,   QuantType::kQ5_1,
-      QuantType::kIQ4_NL, QuantType::kIQ4_XS, QuantType::kQ2_K, QuantType::kQ3_K,
-      QuantType::kQ4_K, QuantType::kQ5_K,   QuantType::kQ6_K};
+      QuantType::kF32,  QuantType::kF16,  QuantType::kBF16, QuantType::kQ8_0,   QuantType::kQ4_0,
+      QuantType::kQ4_1, QuantType::kQ5_0, QuantType::kQ5_1, QuantType::kIQ4_NL, QuantType::kIQ4_XS,
+      QuantType::kQ2_K, QuantType::kQ3_K, QuantType::kQ4_K, QuantType::kQ5_K,   QuantType::kQ6_K};
   return formats;
 }
 
@@ -134,22 +133,38 @@ inline constexpr double kDotTolerance = 1e-5;
 template <class Fn>
 void with_host_format(QuantType type, bool grouped, Fn&& fn) {
   switch (type) {
-    case QuantType::kF32: return fn(FormatF32{});
-    case QuantType::kF16: return fn(FormatF16{});
-    case QuantType::kBF16: return fn(FormatBF16{});
-    case QuantType::kQ8_0: return fn(FormatQ8_0{});
-    case QuantType::kQ4_0: return grouped ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
-    case QuantType::kQ4_1: return fn(FormatQ4_1{});
-    case QuantType::kQ5_0: return fn(FormatQ5_0{});
-    case QuantType::kQ5_1: return fn(FormatQ5_1{});
-    case QuantType::kIQ4_NL: return fn(FormatIQ4_NL{});
-    case QuantType::kIQ4_XS: return fn(FormatIQ4_XS{});
-    case QuantType::kQ2_K: return fn(FormatQ2_K{});
-    case QuantType::kQ3_K: return fn(FormatQ3_K{});
-    case QuantType::kQ4_K: return fn(FormatQ4_K{});
-    case QuantType::kQ5_K: return fn(FormatQ5_K{});
-    case QuantType::kQ6_K: return fn(FormatQ6_K{});
-    default: ADD_FAILURE() << "not a weight format";
+    case QuantType::kF32:
+      return fn(FormatF32{});
+    case QuantType::kF16:
+      return fn(FormatF16{});
+    case QuantType::kBF16:
+      return fn(FormatBF16{});
+    case QuantType::kQ8_0:
+      return fn(FormatQ8_0{});
+    case QuantType::kQ4_0:
+      return grouped ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
+    case QuantType::kQ4_1:
+      return fn(FormatQ4_1{});
+    case QuantType::kQ5_0:
+      return fn(FormatQ5_0{});
+    case QuantType::kQ5_1:
+      return fn(FormatQ5_1{});
+    case QuantType::kIQ4_NL:
+      return fn(FormatIQ4_NL{});
+    case QuantType::kIQ4_XS:
+      return fn(FormatIQ4_XS{});
+    case QuantType::kQ2_K:
+      return fn(FormatQ2_K{});
+    case QuantType::kQ3_K:
+      return fn(FormatQ3_K{});
+    case QuantType::kQ4_K:
+      return fn(FormatQ4_K{});
+    case QuantType::kQ5_K:
+      return fn(FormatQ5_K{});
+    case QuantType::kQ6_K:
+      return fn(FormatQ6_K{});
+    default:
+      ADD_FAILURE() << "not a weight format";
   }
 }
 
@@ -177,8 +192,8 @@ float row_dot(const uint8_t* rows, int64_t row, size_t row_bytes, int64_t n,
     }
   } else {
     for (int64_t c = 0; c < n / kChunkWeights; ++c) {
-      const float part =
-          chunk_dot<F::kActivation>(F::load(rows, row, row_bytes, c), load_int_activation(x, x_row, c));
+      const float part = chunk_dot<F::kActivation>(F::load(rows, row, row_bytes, c),
+                                                   load_int_activation(x, x_row, c));
       sum += part;
       *magnitude += std::fabs(double(part));
     }

@@ -34,7 +34,8 @@ STRATA_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
 #else
   const uint64_t bytes = uint64_t(x) | uint64_t(y) << 32;
   uint32_t result = 0;
-  for (int i = 0; i < 4; ++i) result |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xff) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    result |= uint32_t(bytes >> (8 * ((selector >> (4 * i)) & 7)) & 0xff) << (8 * i);
   return result;
 #endif
 }
@@ -142,9 +143,7 @@ STRATA_HD float bf16_to_float(uint16_t b) {
 }
 
 // Unaligned-safe loads of little-endian words from rows whose blocks are 2- or 4-byte aligned.
-STRATA_HD uint16_t load_u16(const uint8_t* p) {
-  return *reinterpret_cast<const uint16_t*>(p);
-}
+STRATA_HD uint16_t load_u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
 STRATA_HD uint32_t load_u32_from_halves(const uint8_t* p) {
   return uint32_t(load_u16(p)) | uint32_t(load_u16(p + 2)) << 16;
 }

@@ -26,8 +26,8 @@ TEST(DeviceMath, ExponentialIsTheCLibrarys) {
     std::memcpy(&x, &word, 4);
     if (std::fabs(x) < 110.0f) check(x);
   }
-  for (const float x : {0.0f, -0.0f, 88.0f, 88.72f, 89.0f, -87.0f, -103.9f, -104.0f, -200.0f,
-                        INFINITY, -INFINITY})
+  for (const float x :
+       {0.0f, -0.0f, 88.0f, 88.72f, 89.0f, -87.0f, -103.9f, -104.0f, -200.0f, INFINITY, -INFINITY})
     check(x);
   EXPECT_EQ(differing, 0) << "of " << tested;
   EXPECT_TRUE(std::isnan(exact_expf(NAN)));

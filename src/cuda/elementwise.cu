@@ -5,12 +5,14 @@
 namespace strata::cuda {
 namespace {
 
-constexpr int kNormThreads = 1024;  // two values a thread for a 2048-wide row: decode waits on one load
+constexpr int kNormThreads =
+    1024;  // two values a thread for a 2048-wide row: decode waits on one load
 constexpr int kThreads = 256;
 
 // The block's sum of `value` in a fixed order: warps by butterfly, then warp 0 over the warps.
 __device__ double block_sum(double value, double* shared) {
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) shared[warp] = value;
   __syncthreads();
@@ -93,7 +95,7 @@ cudaError_t launch_add_gated(const float* x, const float* gate, int64_t n_tokens
                              float* out, cudaStream_t stream) {
   if (n_tokens == 0) return cudaSuccess;
   add_gated_kernel<<<dim3(blocks_for(n), unsigned(n_tokens)), kThreads, 0, stream>>>(x, gate, n,
-                                                                                      out);
+                                                                                     out);
   return cudaGetLastError();
 }
 

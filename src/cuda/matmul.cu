@@ -34,7 +34,6 @@ using WeightChunkOf = decltype(F::load(nullptr, 0, 0, 0));
 template <class F>
 constexpr bool kFloatFormat = std::is_same_v<WeightChunkOf<F>, FloatChunk>;
 
-
 // The task a block belongs to (tasks are few: a linear scan).
 __device__ __forceinline__ int task_of_block(const TaskTable& table, int64_t block) {
   int t = 0;
@@ -79,7 +78,8 @@ __global__ void __launch_bounds__(kMatvecWarps * kWarpSize)
 #pragma unroll
     for (int c = 0; c < kMatvecMaxCols; ++c)
       if (c < task.n_cols)
-        acc[c] += chunk_dot<F::kActivation>(w, load_int_activation(shape.x, task.x_first + c, chunk));
+        acc[c] +=
+            chunk_dot<F::kActivation>(w, load_int_activation(shape.x, task.x_first + c, chunk));
   }
 #pragma unroll
   for (int c = 0; c < kMatvecMaxCols; ++c) {
@@ -109,7 +109,8 @@ __device__ __forceinline__ T zero_chunk() {
 // 64 x 64 tile, adding each chunk's share in chunk order.
 template <class F>
 __global__ void __launch_bounds__(kGemmThreads)
-    gemm_kernel(const __grid_constant__ MatmulShape shape, const __grid_constant__ TaskTable table) {
+    gemm_kernel(const __grid_constant__ MatmulShape shape,
+                const __grid_constant__ TaskTable table) {
   constexpr int kChunks = kStageChunks;
   __shared__ GemmStage stage;
   const int t = task_of_block(table, blockIdx.x);
@@ -198,20 +199,21 @@ constexpr int kOrderedRowsPerBlock{kOrderedWarps * (kWarpSize / kPartsOf<F>)};
 // the latency of every one of those loads). Rows are 1, or 8 for Q4_0 in row groups, to a unit
 // of the layout.
 template <class F>
-constexpr int kChunkBytesOf = std::is_same_v<F, FormatF32>                                 ? 128
+constexpr int kChunkBytesOf = std::is_same_v<F, FormatF32>                                    ? 128
                               : std::is_same_v<F, FormatF16> || std::is_same_v<F, FormatBF16> ? 64
-                              : F::kFormat == Format::kQ8_0                                 ? 34
-                              : F::kFormat == Format::kQ4_1                                 ? 20
-                              : F::kFormat == Format::kQ5_0                                 ? 22
-                              : F::kFormat == Format::kQ5_1                                 ? 24
-                                                                                            : 18;
+                              : F::kFormat == Format::kQ8_0                                   ? 34
+                              : F::kFormat == Format::kQ4_1                                   ? 20
+                              : F::kFormat == Format::kQ5_0                                   ? 22
+                              : F::kFormat == Format::kQ5_1                                   ? 24
+                                                                                              : 18;
 template <class F>
 constexpr int kRowsPerUnit = kGroupedQ4_0<F> ? 8 : 1;
 constexpr int kStageBytes = 18432;
 // Chunks per tile: a multiple of 8, so that a tile of the 32-weight formats is whole 16-byte words.
 template <class F>
 constexpr int kTileChunksOf = kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 * 8 > 8
-                                  ? kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 * 8
+                                  ? kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 *
+                                        8
                                   : 8;
 
 template <class Word>
@@ -236,7 +238,8 @@ __device__ __forceinline__ void stage_rows(uint8_t* tile, const uint8_t* w, size
   const size_t unit_bytes = size_t(n_chunks) * kChunkBytesOf<F> * kUnit;
   const size_t dst_stride = size_t(kTileChunksOf<F>) * kChunkBytesOf<F> * kUnit;
   const size_t src_stride = kUnit * row_bytes;
-  const uint8_t* src = w + size_t(row0 / kUnit) * src_stride + size_t(chunk0) * kChunkBytesOf<F> * kUnit;
+  const uint8_t* src =
+      w + size_t(row0 / kUnit) * src_stride + size_t(chunk0) * kChunkBytesOf<F> * kUnit;
   const size_t alignment = size_t(reinterpret_cast<uintptr_t>(src)) | src_stride | unit_bytes;
   if (alignment % 16 == 0) {
     copy_units<uint4>(tile, dst_stride, src, src_stride, units, unit_bytes);
@@ -292,14 +295,14 @@ __device__ __forceinline__ PartCodes load_part(const uint8_t* data, int64_t row,
 // The block's activations for a tile, column by column: Q8_0 / Q8_1 as their quants, then the
 // chunks' d, then (Q8_1) s; float formats as their 16- or 32-bit values.
 template <class F>
-constexpr int kActivationBytesOf =
-    kFloatFormat<F> ? kChunkWeights * (F::kActivation == Format::kF32 ? 4 : 2)
-                    : kChunkWeights + (F::kActivation == Format::kQ8_1 ? 8 : 4);
+constexpr int kActivationBytesOf = kFloatFormat<F>
+                                       ? kChunkWeights*(F::kActivation == Format::kF32 ? 4 : 2)
+                                       : kChunkWeights + (F::kActivation == Format::kQ8_1 ? 8 : 4);
 
 template <class F>
 __device__ __forceinline__ void stage_activations(uint8_t* tile, const ActivationRows& x,
-                                                  const int64_t* stored, int n_cols,
-                                                  int64_t chunk0, int64_t n_chunks) {
+                                                  const int64_t* stored, int n_cols, int64_t chunk0,
+                                                  int64_t n_chunks) {
   constexpr size_t kColumnBytes = size_t(kTileChunksOf<F>) * kActivationBytesOf<F>;
   constexpr size_t kValueBytes = kFloatFormat<F> ? kActivationBytesOf<F> : kChunkWeights;
   const int64_t row_chunks = x.n_in / kChunkWeights;
@@ -390,7 +393,8 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
           if (c >= n_cols) continue;
           const uint8_t* column = x_tile + c * kColumnBytes;
           const uint32_t* quants = reinterpret_cast<const uint32_t*>(column) + b * 8;
-          const float* scales = reinterpret_cast<const float*>(column + kTileChunks * kChunkWeights);
+          const float* scales =
+              reinterpret_cast<const float*>(column + kTileChunks * kChunkWeights);
           const float scale = exact_mul(w.d, scales[b]);
           int32_t sum = dot4(w.codes, quants[part], 0);
           if constexpr (kGroupedQ4_0<F>) sum = dot4(w.second_codes, quants[part + 4], sum);
@@ -437,7 +441,8 @@ enum class Kernel { kMatvec, kGemm, kOrdered };
 template <class F>
 int64_t blocks_of(const MatmulTask& task, Kernel kernel) {
   switch (kernel) {
-    case Kernel::kMatvec: return (task.n_out + kMatvecWarps - 1) / kMatvecWarps;
+    case Kernel::kMatvec:
+      return (task.n_out + kMatvecWarps - 1) / kMatvecWarps;
     case Kernel::kGemm:
       return (task.n_out + kTileRows - 1) / kTileRows * ((task.n_cols + kTileCols - 1) / kTileCols);
     case Kernel::kOrdered:
@@ -473,7 +478,8 @@ cudaError_t run_tasks(const MatmulRequest& request, cudaStream_t stream) {
   for (const Kernel kernel : {Kernel::kMatvec, Kernel::kGemm, Kernel::kOrdered}) {
     std::vector<const MatmulTask*> chosen;
     for (const MatmulTask& task : request.tasks)
-      if (kernel_for<F>(task) == kernel && task.n_out > 0 && task.n_cols > 0) chosen.push_back(&task);
+      if (kernel_for<F>(task) == kernel && task.n_out > 0 && task.n_cols > 0)
+        chosen.push_back(&task);
     for (size_t first = 0; first < chosen.size(); first += kTasksPerLaunch) {
       TaskTable table;
       table.n_tasks = int32_t(std::min<size_t>(kTasksPerLaunch, chosen.size() - first));
@@ -511,23 +517,39 @@ __global__ void dequantize_rows_kernel(const uint8_t* w, size_t row_bytes, int64
 template <class Fn>
 cudaError_t with_format(Format format, bool grouped_rows, Fn&& fn) {
   switch (format) {
-    case Format::kF32: return fn(FormatF32{});
-    case Format::kF16: return fn(FormatF16{});
-    case Format::kBF16: return fn(FormatBF16{});
-    case Format::kQ8_0: return fn(FormatQ8_0{});
-    case Format::kQ4_0: return grouped_rows ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
-    case Format::kQ4_1: return fn(FormatQ4_1{});
-    case Format::kQ5_0: return fn(FormatQ5_0{});
-    case Format::kQ5_1: return fn(FormatQ5_1{});
-    case Format::kIQ4_NL: return fn(FormatIQ4_NL{});
-    case Format::kIQ4_XS: return fn(FormatIQ4_XS{});
-    case Format::kQ2_K: return fn(FormatQ2_K{});
-    case Format::kQ3_K: return fn(FormatQ3_K{});
-    case Format::kQ4_K: return fn(FormatQ4_K{});
-    case Format::kQ5_K: return fn(FormatQ5_K{});
-    case Format::kQ6_K: return fn(FormatQ6_K{});
+    case Format::kF32:
+      return fn(FormatF32{});
+    case Format::kF16:
+      return fn(FormatF16{});
+    case Format::kBF16:
+      return fn(FormatBF16{});
+    case Format::kQ8_0:
+      return fn(FormatQ8_0{});
+    case Format::kQ4_0:
+      return grouped_rows ? fn(FormatQ4_0Grouped{}) : fn(FormatQ4_0{});
+    case Format::kQ4_1:
+      return fn(FormatQ4_1{});
+    case Format::kQ5_0:
+      return fn(FormatQ5_0{});
+    case Format::kQ5_1:
+      return fn(FormatQ5_1{});
+    case Format::kIQ4_NL:
+      return fn(FormatIQ4_NL{});
+    case Format::kIQ4_XS:
+      return fn(FormatIQ4_XS{});
+    case Format::kQ2_K:
+      return fn(FormatQ2_K{});
+    case Format::kQ3_K:
+      return fn(FormatQ3_K{});
+    case Format::kQ4_K:
+      return fn(FormatQ4_K{});
+    case Format::kQ5_K:
+      return fn(FormatQ5_K{});
+    case Format::kQ6_K:
+      return fn(FormatQ6_K{});
     case Format::kQ8_1:
-    case Format::kQ8_K: break;  // activation formats only
+    case Format::kQ8_K:
+      break;  // activation formats only
   }
   return cudaErrorInvalidValue;
 }
@@ -544,8 +566,8 @@ cudaError_t launch_dequantize_rows(Format format, const uint8_t* w, size_t row_b
                                    cudaStream_t stream) {
   if (n_rows == 0) return cudaSuccess;
   return with_format(format, false, [&](auto f) {
-    dequantize_rows_kernel<decltype(f)><<<unsigned(n_rows), 128, 0, stream>>>(w, row_bytes, n_in,
-                                                                             rows, out);
+    dequantize_rows_kernel<decltype(f)>
+        <<<unsigned(n_rows), 128, 0, stream>>>(w, row_bytes, n_in, rows, out);
     return cudaGetLastError();
   });
 }

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "backend/cuda_backend.h"
+#include "base/cpu_features.h"
+#include "cpu/kernels/q4_0_groups.h"
+#include "cpu/kernels/simd_kernels.h"
 #include "cuda/convert_rows.h"
 #include "cuda/cuda_memory.h"
 #include "cuda/cuda_test_support.h"
 #include "cuda/matmul.h"
-#include "base/cpu_features.h"
-#include "cpu/kernels/q4_0_groups.h"
-#include "cpu/kernels/simd_kernels.h"
 
 namespace strata::cuda {
 namespace {
@@ -36,9 +36,9 @@ template <class T>
 DeviceBuffer to_device(const std::vector<T>& values) {
   Result<DeviceBuffer> buffer = DeviceBuffer::allocate(values.size() * sizeof(T) + 16, "a test");
   EXPECT_TRUE(buffer.ok()) << buffer.status().message();
-  EXPECT_EQ(cudaMemcpy(buffer->data(), values.data(), values.size() * sizeof(T),
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(buffer->data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+      cudaSuccess);
   return std::move(buffer).value();
 }
 
@@ -77,7 +77,8 @@ DeviceActivations convert_on_device(QuantType type, const std::vector<float>& x,
   a.rows.s = a.s.as<float>();
   a.rows.bsums = a.bsums.as<int16_t>();
   const RowRange all{0, n_rows};
-  EXPECT_EQ(launch_convert_rows({x_device.as<float>(), n, a.rows, {&all, 1}}, nullptr), cudaSuccess);
+  EXPECT_EQ(launch_convert_rows({x_device.as<float>(), n, a.rows, {&all, 1}}, nullptr),
+            cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const testing::HostActivations reference = reference_activations(type, x.data(), n_rows, n);
   const bool halves = type == QuantType::kF16 || type == QuantType::kBF16;
@@ -122,10 +123,12 @@ TEST_P(GpuMatmul, ProductsAreTheReferenceDotProducts) {
       ASSERT_EQ(launch_matmul(request, nullptr), cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       auto reference = reference_activations(traits.vec_dot_type, x.data(), 2 * cols, n);
-      std::vector<uint8_t> x_bytes(quant_traits(traits.vec_dot_type).row_bytes(n) * size_t(2 * cols));
+      std::vector<uint8_t> x_bytes(quant_traits(traits.vec_dot_type).row_bytes(n) *
+                                   size_t(2 * cols));
       const size_t x_stride = x_bytes.size() / size_t(2 * cols);
       for (int64_t c = 0; c < 2 * cols; ++c)
-        quant_traits(traits.vec_dot_type).quantize_row(x.data() + c * n, x_bytes.data() + size_t(c) * x_stride, n);
+        quant_traits(traits.vec_dot_type)
+            .quantize_row(x.data() + c * n, x_bytes.data() + size_t(c) * x_stride, n);
       const std::vector<float> outputs[2] = {to_host<float>(y1, size_t(cols * kOut)),
                                              to_host<float>(y2, size_t(cols * kOut))};
       with_host_format(type, false, [&](auto format) {
@@ -136,11 +139,12 @@ TEST_P(GpuMatmul, ProductsAreTheReferenceDotProducts) {
               const auto& w = t == 0 ? first : second;
               float expected;
               traits.vec_dot_reference(n, w.data() + size_t(r) * row_bytes,
-                                    x_bytes.data() + size_t(t * cols + c) * x_stride, x_stride, 1,
-                                    &expected);
+                                       x_bytes.data() + size_t(t * cols + c) * x_stride, x_stride,
+                                       1, &expected);
               double magnitude;
               row_dot<F>(w.data(), r, row_bytes, n, reference.view(), t * cols + c, &magnitude);
-              ASSERT_NEAR(outputs[t][size_t(c * kOut + r)], expected, kDotTolerance * magnitude + 1e-30)
+              ASSERT_NEAR(outputs[t][size_t(c * kOut + r)], expected,
+                          kDotTolerance * magnitude + 1e-30)
                   << "task " << t << " row " << r << " token " << c;
             }
       });
@@ -157,14 +161,15 @@ TEST_P(GpuMatmul, RowsDequantizeAsTheReference) {
   const std::vector<int32_t> picked = {7, 0, 19, 7};
   const DeviceBuffer w = to_device(rows), ids = to_device(picked);
   DeviceBuffer out = to_device(std::vector<float>(picked.size() * kN, NAN));
-  ASSERT_EQ(launch_dequantize_rows(Format(uint32_t(type)), w.data(), traits.row_bytes(kN), kN,
-                                   ids.as<int32_t>(), int64_t(picked.size()), out.as<float>(),
-                                   nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      launch_dequantize_rows(Format(uint32_t(type)), w.data(), traits.row_bytes(kN), kN,
+                             ids.as<int32_t>(), int64_t(picked.size()), out.as<float>(), nullptr),
+      cudaSuccess);
   const auto ours = to_host<float>(out, picked.size() * kN);
   std::vector<float> expected(kN);
   for (size_t t = 0; t < picked.size(); ++t) {
-    traits.dequantize_row(rows.data() + size_t(picked[t]) * traits.row_bytes(kN), expected.data(), kN);
+    traits.dequantize_row(rows.data() + size_t(picked[t]) * traits.row_bytes(kN), expected.data(),
+                          kN);
     EXPECT_EQ(std::memcmp(ours.data() + t * kN, expected.data(), kN * sizeof(float)), 0)
         << traits.name << " row " << picked[t];
   }
@@ -202,7 +207,8 @@ TEST_P(GpuMatmulCpuOrder, RepeatsTheCpuKernelsBitForBit) {
       const DeviceBuffer w = to_device(rows);
       DeviceBuffer y = to_device(std::vector<float>(size_t(cols * kOut), NAN));
       const MatmulTask task{w.data(), kOut, 0, cols, y.as<float>(), kOut};
-      const MatmulRequest request{Format(uint32_t(type)), grouped, kN, row_bytes, a.rows, {&task, 1}};
+      const MatmulRequest request{
+          Format(uint32_t(type)), grouped, kN, row_bytes, a.rows, {&task, 1}};
       ASSERT_EQ(launch_matmul(request, nullptr), cudaSuccess);
       const auto ours = to_host<float>(y, size_t(cols * kOut));
       const size_t x_stride = activation.row_bytes(kN);
@@ -216,14 +222,15 @@ TEST_P(GpuMatmulCpuOrder, RepeatsTheCpuKernelsBitForBit) {
       } else {
         std::vector<float> column(static_cast<size_t>(cols));
         for (int64_t r = 0; r < kOut; ++r) {
-          find_simd_kernels(type)->dot_avx2(kN, rows.data() + size_t(r) * row_bytes, x_bytes.data(), x_stride,
-                              int(cols), column.data());
+          find_simd_kernels(type)->dot_avx2(kN, rows.data() + size_t(r) * row_bytes, x_bytes.data(),
+                                            x_stride, int(cols), column.data());
           for (int64_t c = 0; c < cols; ++c) expected[size_t(c * kOut + r)] = column[size_t(c)];
         }
       }
       EXPECT_EQ(std::memcmp(ours.data(), expected.data(), ours.size() * sizeof(float)), 0);
       for (size_t i = 0; i < ours.size() && i < 3; ++i)
-        if (ours[i] != expected[i]) ADD_FAILURE() << "output " << i << ": " << ours[i] << " vs " << expected[i];
+        if (ours[i] != expected[i])
+          ADD_FAILURE() << "output " << i << ": " << ours[i] << " vs " << expected[i];
     }
   }
 }
@@ -251,7 +258,8 @@ TEST(GpuMatmulEpilogues, AddBiasAccumulateAndGate) {
     const DeviceBuffer w = to_device(rows), b = to_device(bias), g = to_device(gate);
     DeviceBuffer plain = to_device(std::vector<float>(size_t(cols * kOut), NAN));
     DeviceBuffer biased = to_device(std::vector<float>(size_t(cols * kOut), NAN));
-    DeviceBuffer accumulated = to_device(start), gated = to_device(std::vector<float>(size_t(cols * kOut), NAN));
+    DeviceBuffer accumulated = to_device(start),
+                 gated = to_device(std::vector<float>(size_t(cols * kOut), NAN));
     MatmulTask tasks[4];
     tasks[0] = {w.data(), kOut, 0, cols, plain.as<float>(), kOut};
     tasks[1] = tasks[0];

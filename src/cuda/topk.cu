@@ -97,14 +97,17 @@ __global__ void route_kernel(RouteLaunch launch) {
     // resident experts, the protected ones excluded.
     const int protect = max(0, min(launch.moce_protect, k));
     uint32_t taken = 0;
-    for (int i = 0; i < protect; ++i) picks[i] = take_best<kPerLane>(logits, taken, launch.n_expert);
+    for (int i = 0; i < protect; ++i)
+      picks[i] = take_best<kPerLane>(logits, taken, launch.n_expert);
     float scores[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int64_t e = lane + 32 * i;
-      scores[i] = e < launch.n_expert && launch.resident[e] ? logits[i] + launch.moce_bonus : logits[i];
+      scores[i] =
+          e < launch.n_expert && launch.resident[e] ? logits[i] + launch.moce_bonus : logits[i];
     }
-    for (int i = protect; i < k; ++i) picks[i] = take_best<kPerLane>(scores, taken, launch.n_expert);
+    for (int i = protect; i < k; ++i)
+      picks[i] = take_best<kPerLane>(scores, taken, launch.n_expert);
   }
   softmax<kPerLane>(logits, launch.n_expert);  // now probabilities
   if (!cache_aware) {

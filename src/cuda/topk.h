@@ -19,7 +19,7 @@ struct RouteLaunch {
   int64_t n_expert = 0;
   int k = 0;
   bool renormalize = false;
-  float moce_bonus = 0.0f;            // 0: exact routing
+  float moce_bonus = 0.0f;  // 0: exact routing
   int moce_protect = 0;
   const uint8_t* resident = nullptr;  // [n_expert], read when moce_bonus != 0
   int32_t* picks = nullptr;           // [n_tokens][k]

@@ -23,11 +23,11 @@
 namespace strata::cuda {
 
 struct IntChunk {
-  uint32_t q[8];      // weight 4i + b in byte b of q[i], a signed code
-  int32_t scale[2];   // integer scales of weights 0-15 and 16-31 (k-quants; 1 otherwise)
-  int32_t min[2];     // integer minimums of the same halves (Q2_K, Q4_K, Q5_K; 0 otherwise)
-  float d;            // the float scale
-  float dmin;         // the float scale of the minimums (k-quants), or the minimum (Q4_1, Q5_1)
+  uint32_t q[8];     // weight 4i + b in byte b of q[i], a signed code
+  int32_t scale[2];  // integer scales of weights 0-15 and 16-31 (k-quants; 1 otherwise)
+  int32_t min[2];    // integer minimums of the same halves (Q2_K, Q4_K, Q5_K; 0 otherwise)
+  float d;           // the float scale
+  float dmin;        // the float scale of the minimums (k-quants), or the minimum (Q4_1, Q5_1)
 };
 
 struct FloatChunk {
@@ -58,8 +58,8 @@ STRATA_HD uint32_t iq4_codes(uint32_t nibbles) {
   // kIQ4NLValues (quant/iq4_nl.h) as bytes, four to a word.
   constexpr uint32_t kTable[4] = {pack_bytes(-127, -104, -83, -65), pack_bytes(-49, -35, -22, -10),
                                   pack_bytes(1, 13, 25, 38), pack_bytes(53, 69, 89, 113)};
-  const uint32_t selector = (nibbles & 0x7) | (nibbles >> 4 & 0x70) | (nibbles >> 8 & 0x700) |
-                            (nibbles >> 12 & 0x7000);
+  const uint32_t selector =
+      (nibbles & 0x7) | (nibbles >> 4 & 0x70) | (nibbles >> 8 & 0x700) | (nibbles >> 12 & 0x7000);
   const uint32_t low = byte_perm(kTable[0], kTable[1], selector);
   const uint32_t high = byte_perm(kTable[2], kTable[3], selector);
   const uint32_t upper = ((nibbles >> 3) & 0x01010101u) * 0xffu;  // nibbles 8..15
@@ -92,7 +92,8 @@ STRATA_HD void k_scale_min(const uint8_t* packed, int j, int32_t* scale, int32_t
 struct FormatQ8_0 {
   static constexpr Format kFormat = Format::kQ8_0;
   static constexpr Format kActivation = Format::kQ8_0;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 34;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
     for (int i = 0; i < 8; ++i) c.q[i] = load_u32_from_halves(block + 2 + 4 * i);
@@ -113,7 +114,8 @@ struct FormatQ4_0 {
     }
     return c;
   }
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 18;
     uint32_t words[4];
     for (int i = 0; i < 4; ++i) words[i] = load_u32_from_halves(block + 2 + 4 * i);
@@ -126,7 +128,8 @@ struct FormatQ4_0 {
 struct FormatQ4_0Grouped {
   static constexpr Format kFormat = Format::kQ4_0;
   static constexpr Format kActivation = Format::kQ8_0;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const int r = int(row % 8);
     const uint8_t* block = data + size_t(row / 8) * 8 * row_bytes + size_t(chunk) * 144;
     uint32_t words[4];
@@ -139,7 +142,8 @@ struct FormatQ4_0Grouped {
 struct FormatQ4_1 {
   static constexpr Format kFormat = Format::kQ4_1;
   static constexpr Format kActivation = Format::kQ8_1;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 20;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
     c.dmin = half_to_float(load_u16(block + 2));
@@ -157,14 +161,15 @@ struct FormatQ4_1 {
 struct FormatQ5_0 {
   static constexpr Format kFormat = Format::kQ5_0;
   static constexpr Format kActivation = Format::kQ8_0;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 22;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
     const uint32_t high = load_u32_from_halves(block + 2);
     for (int i = 0; i < 4; ++i) {
       const uint32_t word = load_u32_from_halves(block + 6 + 4 * i);
-      c.q[i] = chunk_detail::minus(
-          (word & 0x0f0f0f0fu) | chunk_detail::spread_bits(high, 4 * i, 4), 16);
+      c.q[i] =
+          chunk_detail::minus((word & 0x0f0f0f0fu) | chunk_detail::spread_bits(high, 4 * i, 4), 16);
       c.q[i + 4] = chunk_detail::minus(
           (word >> 4 & 0x0f0f0f0fu) | chunk_detail::spread_bits(high, 16 + 4 * i, 4), 16);
     }
@@ -176,7 +181,8 @@ struct FormatQ5_0 {
 struct FormatQ5_1 {
   static constexpr Format kFormat = Format::kQ5_1;
   static constexpr Format kActivation = Format::kQ8_1;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 24;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
     c.dmin = half_to_float(load_u16(block + 2));
@@ -194,7 +200,8 @@ struct FormatQ5_1 {
 struct FormatIQ4_NL {
   static constexpr Format kFormat = Format::kIQ4_NL;
   static constexpr Format kActivation = Format::kQ8_0;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 18;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
     for (int i = 0; i < 4; ++i) {
@@ -211,11 +218,13 @@ struct FormatIQ4_NL {
 struct FormatIQ4_XS {
   static constexpr Format kFormat = Format::kIQ4_XS;
   static constexpr Format kActivation = Format::kQ8_K;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 8) * 136;
     const int s = int(chunk % 8);
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
-    const int code = (block[4 + s / 2] >> (4 * (s % 2)) & 0x0f) | (load_u16(block + 2) >> (2 * s) & 3) << 4;
+    const int code =
+        (block[4 + s / 2] >> (4 * (s % 2)) & 0x0f) | (load_u16(block + 2) >> (2 * s) & 3) << 4;
     c.scale[0] = c.scale[1] = code - 32;
     for (int i = 0; i < 4; ++i) {
       const uint32_t word = load_u32(block + 8 + 16 * s + 4 * i);
@@ -231,7 +240,8 @@ struct FormatIQ4_XS {
 struct FormatQ2_K {
   static constexpr Format kFormat = Format::kQ2_K;
   static constexpr Format kActivation = Format::kQ8_K;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 8) * 84;
     const int k = int(chunk % 8), h = k / 4, j = k % 4;
     IntChunk c;
@@ -241,7 +251,8 @@ struct FormatQ2_K {
       c.scale[half] = block[2 * k + half] & 0x0f;
       c.min[half] = block[2 * k + half] >> 4;
     }
-    for (int i = 0; i < 8; ++i) c.q[i] = load_u32(block + 16 + 32 * h + 4 * i) >> (2 * j) & 0x03030303u;
+    for (int i = 0; i < 8; ++i)
+      c.q[i] = load_u32(block + 16 + 32 * h + 4 * i) >> (2 * j) & 0x03030303u;
     return c;
   }
 };
@@ -251,7 +262,8 @@ struct FormatQ2_K {
 struct FormatQ3_K {
   static constexpr Format kFormat = Format::kQ3_K;
   static constexpr Format kActivation = Format::kQ8_K;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 8) * 110;
     const int k = int(chunk % 8), h = k / 4, j = k % 4;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block + 108)));
@@ -262,7 +274,8 @@ struct FormatQ3_K {
       c.scale[half] = code - 32;
     }
     for (int i = 0; i < 8; ++i) {
-      const uint32_t low = load_u32_from_halves(block + 32 + 32 * h + 4 * i) >> (2 * j) & 0x03030303u;
+      const uint32_t low =
+          load_u32_from_halves(block + 32 + 32 * h + 4 * i) >> (2 * j) & 0x03030303u;
       const uint32_t high = load_u32_from_halves(block + 4 * i) >> (4 * h + j) & 0x01010101u;
       c.q[i] = chunk_detail::minus(low | high << 2, 4);
     }
@@ -275,7 +288,8 @@ struct FormatQ3_K {
 struct FormatQ4_K {
   static constexpr Format kFormat = Format::kQ4_K;
   static constexpr Format kActivation = Format::kQ8_K;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 8) * 144;
     const int k = int(chunk % 8);
     IntChunk c;
@@ -284,7 +298,8 @@ struct FormatQ4_K {
     chunk_detail::k_scale_min(block + 4, k, &c.scale[0], &c.min[0]);
     c.scale[1] = c.scale[0];
     c.min[1] = c.min[0];
-    for (int i = 0; i < 8; ++i) c.q[i] = load_u32(block + 16 + 32 * (k / 2) + 4 * i) >> (4 * (k % 2)) & 0x0f0f0f0fu;
+    for (int i = 0; i < 8; ++i)
+      c.q[i] = load_u32(block + 16 + 32 * (k / 2) + 4 * i) >> (4 * (k % 2)) & 0x0f0f0f0fu;
     return c;
   }
 };
@@ -294,7 +309,8 @@ struct FormatQ4_K {
 struct FormatQ5_K {
   static constexpr Format kFormat = Format::kQ5_K;
   static constexpr Format kActivation = Format::kQ8_K;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 8) * 176;
     const int k = int(chunk % 8);
     IntChunk c;
@@ -304,7 +320,8 @@ struct FormatQ5_K {
     c.scale[1] = c.scale[0];
     c.min[1] = c.min[0];
     for (int i = 0; i < 8; ++i) {
-      const uint32_t low = load_u32(block + 48 + 32 * (k / 2) + 4 * i) >> (4 * (k % 2)) & 0x0f0f0f0fu;
+      const uint32_t low =
+          load_u32(block + 48 + 32 * (k / 2) + 4 * i) >> (4 * (k % 2)) & 0x0f0f0f0fu;
       const uint32_t high = load_u32(block + 16 + 4 * i) >> k & 0x01010101u;
       c.q[i] = low | high << 4;
     }
@@ -317,15 +334,18 @@ struct FormatQ5_K {
 struct FormatQ6_K {
   static constexpr Format kFormat = Format::kQ6_K;
   static constexpr Format kActivation = Format::kQ8_K;
-  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 8) * 210;
     const int k = int(chunk % 8), h = k / 4, quarter = k % 4;
     IntChunk c = chunk_detail::type0(half_to_float(load_u16(block + 208)));
     for (int half = 0; half < 2; ++half) c.scale[half] = int8_t(block[192 + 2 * k + half]);
     for (int i = 0; i < 8; ++i) {
-      const uint32_t low = load_u32_from_halves(block + 64 * h + 32 * (quarter % 2) + 4 * i) >>
-                               (4 * (quarter / 2)) & 0x0f0f0f0fu;
-      const uint32_t high = load_u32_from_halves(block + 128 + 32 * h + 4 * i) >> (2 * quarter) & 0x03030303u;
+      const uint32_t low =
+          load_u32_from_halves(block + 64 * h + 32 * (quarter % 2) + 4 * i) >> (4 * (quarter / 2)) &
+          0x0f0f0f0fu;
+      const uint32_t high =
+          load_u32_from_halves(block + 128 + 32 * h + 4 * i) >> (2 * quarter) & 0x03030303u;
       c.q[i] = chunk_detail::minus(low | high << 4, 32);
     }
     return c;
@@ -364,8 +384,10 @@ struct FormatF32 {
   STRATA_HD static float value(const uint8_t* data, int64_t row, size_t row_bytes, int64_t i) {
     return reinterpret_cast<const float*>(data + size_t(row) * row_bytes)[i];
   }
-  STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
-    const float* values = reinterpret_cast<const float*>(data + size_t(row) * row_bytes) + chunk * 32;
+  STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                   int64_t chunk) {
+    const float* values =
+        reinterpret_cast<const float*>(data + size_t(row) * row_bytes) + chunk * 32;
     FloatChunk c;
     for (int i = 0; i < 32; ++i) c.v[i] = values[i];
     return c;
@@ -378,7 +400,8 @@ struct FormatF16 {
   STRATA_HD static float value(const uint8_t* data, int64_t row, size_t row_bytes, int64_t i) {
     return half_to_float(load_u16(data + size_t(row) * row_bytes + 2 * size_t(i)));
   }
-  STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                   int64_t chunk) {
     const uint8_t* values = data + size_t(row) * row_bytes + size_t(chunk) * 64;
     FloatChunk c;
     for (int i = 0; i < 32; ++i) c.v[i] = half_to_float(load_u16(values + 2 * i));
@@ -392,7 +415,8 @@ struct FormatBF16 {
   STRATA_HD static float value(const uint8_t* data, int64_t row, size_t row_bytes, int64_t i) {
     return bf16_to_float(load_u16(data + size_t(row) * row_bytes + 2 * size_t(i)));
   }
-  STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes, int64_t chunk) {
+  STRATA_HD static FloatChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                   int64_t chunk) {
     const uint8_t* values = data + size_t(row) * row_bytes + size_t(chunk) * 64;
     FloatChunk c;
     for (int i = 0; i < 32; ++i) c.v[i] = bf16_to_float(load_u16(values + 2 * i));

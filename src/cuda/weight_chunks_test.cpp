@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "cpu/kernels/q4_0_groups.h"
 #include "cuda/activation_chunks.h"
 #include "cuda/cuda_test_support.h"
 #include "cuda/weight_chunks.h"
-#include "cpu/kernels/q4_0_groups.h"
 
 namespace strata::cuda {
 namespace {
@@ -41,8 +41,8 @@ TEST_P(WeightChunks, ValuesAreTheReferenceDequantizersBitForBit) {
           const float ours = value_of<F>(chunk, i);
           const float reference = expected[size_t(c * kChunkWeights + i)];
           ASSERT_EQ(std::memcmp(&ours, &reference, 4), 0)
-              << traits.name << " row " << r << " weight " << c * kChunkWeights + i << ": "
-              << ours << " vs " << reference;
+              << traits.name << " row " << r << " weight " << c * kChunkWeights + i << ": " << ours
+              << " vs " << reference;
         }
       }
     }
@@ -66,7 +66,7 @@ TEST_P(WeightChunks, DotProductsAreTheReferencesToFloatRounding) {
       for (int64_t r = 0; r < kRows; ++r) {
         float expected[kCols];
         traits.vec_dot_reference(n, rows.data() + size_t(r) * traits.row_bytes(n), x_bytes.data(),
-                              x_bytes.size() / kCols, kCols, expected);
+                                 x_bytes.size() / kCols, kCols, expected);
         for (int64_t c = 0; c < kCols; ++c) {
           double magnitude;
           const float ours =
@@ -144,7 +144,8 @@ ActivationRows converted_here(QuantType type, const std::vector<float>& x, int64
   } else {
     auto* halves = reinterpret_cast<uint16_t*>(out.values.data());
     for (int64_t i = 0; i < n; ++i)
-      halves[i] = type == QuantType::kF16 ? float_to_half(x[size_t(i)]) : float_to_bf16(x[size_t(i)]);
+      halves[i] =
+          type == QuantType::kF16 ? float_to_half(x[size_t(i)]) : float_to_bf16(x[size_t(i)]);
   }
   return out.view();
 }

@@ -30,9 +30,9 @@ Status WeightPlacement::place(const void* host, size_t bytes) {
   STRATA_ASSIGN_OR_RETURN(DeviceBuffer memory,
                           DeviceBuffer::allocate(bytes + kKeptAlignment, "the weights"));
   const uint8_t* device = memory.data() + begin % kKeptAlignment;
-  STRATA_RETURN_IF_ERROR(cuda_status(
-      cudaMemcpy(const_cast<uint8_t*>(device), host, bytes, cudaMemcpyHostToDevice),
-      "copying the weights to the device"));
+  STRATA_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpy(const_cast<uint8_t*>(device), host, bytes, cudaMemcpyHostToDevice),
+                  "copying the weights to the device"));
   bytes_ += bytes;
   copies_.emplace(begin, Copy{bytes, std::move(memory), device});
   return Status();

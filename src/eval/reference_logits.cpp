@@ -187,8 +187,8 @@ Status ReferenceWriter::finish() {
   }
   fs::rename(partial_.path(), dir_, error);
   if (error) {
-    const std::string message = fmt::format("{}: cannot rename {} into place: {}", dir_,
-                                            partial_.path(), error.message());
+    const std::string message =
+        fmt::format("{}: cannot rename {} into place: {}", dir_, partial_.path(), error.message());
     // The previous reference goes back where it was: nothing the user had is lost.
     if (!previous.path().empty()) {
       fs::rename(previous.path(), dir_, error);

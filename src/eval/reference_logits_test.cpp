@@ -172,8 +172,7 @@ TEST(ReferenceLogits, WriterRenamesACompleteDirectoryIntoPlace) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(parent), {}), 1);
   const auto again = ReferenceWriter::create(dir.string(), kVocab, 0, {});
   ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.status().message(),
-            dir.string() + ": already exists; --force replaces it");
+  EXPECT_EQ(again.status().message(), dir.string() + ": already exists; --force replaces it");
   const auto orphan =
       ReferenceWriter::create((parent / "no" / "reference").string(), kVocab, 0, {});
   ASSERT_FALSE(orphan.ok());

@@ -58,7 +58,8 @@ Result<ReferenceSource> open_reference(const ScoringConfig& config, const Suite&
                           open_session(*config.reference_model, suite, config.reference_mode));
   if (source.session->engine().n_vocab() != n_vocab)
     return Status::errorf("{}: {} logits per token, the candidate has {}",
-                          config.reference_model->model_path, source.session->engine().n_vocab(), n_vocab);
+                          config.reference_model->model_path, source.session->engine().n_vocab(),
+                          n_vocab);
   STRATA_ASSIGN_OR_RETURN(description,
                           describe_model(*config.reference_model, config.reference_mode));
   if (!config.save_reference_dir.empty()) {
@@ -68,8 +69,8 @@ Result<ReferenceSource> open_reference(const ScoringConfig& config, const Suite&
     if (top_k > n_vocab)
       return Status::errorf("--save-ref-top-k {}: the vocabulary has {} tokens", top_k, n_vocab);
     STRATA_ASSIGN_OR_RETURN(
-        auto writer, ReferenceWriter::create(config.save_reference_dir, n_vocab, top_k,
-                                             description, config.replace_saved_reference));
+        auto writer, ReferenceWriter::create(config.save_reference_dir, n_vocab, top_k, description,
+                                             config.replace_saved_reference));
     source.writer = std::move(writer);
   }
   return source;

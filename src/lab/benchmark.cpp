@@ -45,9 +45,8 @@ Result<BenchmarkSetup> make_setup(const BenchmarkOptions& options) {
   if (!options.prompt_file.empty()) {
     STRATA_ASSIGN_OR_RETURN(setup.prompt_text, read_whole_file(options.prompt_file));
   }
-  setup.n_threads = options.session.n_threads > 0
-                        ? options.session.n_threads
-                        : ThreadPool::default_threads();
+  setup.n_threads =
+      options.session.n_threads > 0 ? options.session.n_threads : ThreadPool::default_threads();
   const int64_t longest =
       *std::max_element(options.prompt_lengths.begin(), options.prompt_lengths.end());
   setup.n_ctx = longest + options.generated_tokens + 1;

@@ -70,10 +70,9 @@ std::string markdown_row(const VariantSummary& v, const PromptLengthSummary& s) 
       "| {} | {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
       "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {} | {} | {} |\n",
       std::filesystem::path(v.model_path).filename().string(), v.device, v.budget_text,
-      s.prompt_tokens,
-      s.prefill_tokens_per_s.median, s.prefill_tokens_per_s.min, s.prefill_tokens_per_s.max,
-      s.decode_tokens_per_s.median, s.decode_tokens_per_s.min, s.decode_tokens_per_s.max,
-      100 * s.hit_rate.median, s.missed_bytes_per_token.median / 1e6,
+      s.prompt_tokens, s.prefill_tokens_per_s.median, s.prefill_tokens_per_s.min,
+      s.prefill_tokens_per_s.max, s.decode_tokens_per_s.median, s.decode_tokens_per_s.min,
+      s.decode_tokens_per_s.max, 100 * s.hit_rate.median, s.missed_bytes_per_token.median / 1e6,
       s.bytes_read_per_token.median / 1e6, s.host_wait_ms_per_token.median,
       100 * s.disk_busy_share.median, s.bound_tokens_per_s.median,
       s.disk_bound ? "(disk)" : "(memory)", share_cell(s.fraction_of_bound),
@@ -124,10 +123,9 @@ std::string benchmark_chart_svg(const std::vector<VariantSummary>& variants,
       .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (const VariantSummary& v : variants)
     for (const PromptLengthSummary& s : v.prompts) {
-      chart.categories.push_back(fmt::format("{}{}{} / {}",
-                                             one_model ? "" : stem(v.model_path) + " ",
-                                             several_devices ? v.device + " " : "", v.budget_text,
-                                             s.prompt_tokens));
+      chart.categories.push_back(
+          fmt::format("{}{}{} / {}", one_model ? "" : stem(v.model_path) + " ",
+                      several_devices ? v.device + " " : "", v.budget_text, s.prompt_tokens));
       add_bar(chart.series[0], s.fraction_of_bound);
       add_bar(chart.series[1], s.disk_busy_share);
     }

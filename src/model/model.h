@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "gguf/gguf_file.h"
 #include "backend/weight_formats.h"
+#include "gguf/gguf_file.h"
 #include "model/model_config.h"
 #include "model/weights.h"
 

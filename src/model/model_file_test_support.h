@@ -60,7 +60,8 @@ inline std::vector<float> resident_logits(const std::string& path,
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (!model.ok()) return {};
   ResidentExpertStore store(model.value()->weights().experts);
-  const std::unique_ptr<Backend> backend = make_cpu_backend(model.value()->config(), model.value()->weight_formats(), 2).value();
+  const std::unique_ptr<Backend> backend =
+      make_cpu_backend(model.value()->config(), model.value()->weight_formats(), 2).value();
   auto cache = backend->make_kv_cache(int64_t(tokens.size()));
   EXPECT_TRUE(cache.ok()) << cache.status().message();
   if (!cache.ok()) return {};

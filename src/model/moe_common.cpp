@@ -70,8 +70,7 @@ Status bind_attention(const TensorBinder& binder, const ModelConfig& config, int
   const int64_t q_dim = config.n_head * config.head_dim;
   const int64_t kv_dim = config.n_head_kv * config.head_dim;
   auto name = [&](std::string_view suffix) { return layer_tensor(layer, suffix); };
-  STRATA_ASSIGN_OR_RETURN(weights.norm,
-                          binder.vector(name("attn_norm.weight"), config.n_embd));
+  STRATA_ASSIGN_OR_RETURN(weights.norm, binder.vector(name("attn_norm.weight"), config.n_embd));
   STRATA_ASSIGN_OR_RETURN(weights.q, binder.matrix(name("attn_q.weight"), config.n_embd, q_dim));
   STRATA_ASSIGN_OR_RETURN(weights.k, binder.matrix(name("attn_k.weight"), config.n_embd, kv_dim));
   STRATA_ASSIGN_OR_RETURN(weights.v, binder.matrix(name("attn_v.weight"), config.n_embd, kv_dim));

@@ -21,8 +21,8 @@ void add_vector(const Vector& v, std::vector<Range>& ranges) {
 
 void add_layer(const LayerWeights& l, std::vector<Range>& ranges) {
   const AttentionWeights& a = l.attention;
-  for (const Matrix* m : {&a.q, &a.k, &a.v, &a.o, &l.router, &l.shared.gate, &l.shared.up,
-                          &l.shared.down})
+  for (const Matrix* m :
+       {&a.q, &a.k, &a.v, &a.o, &l.router, &l.shared.gate, &l.shared.up, &l.shared.down})
     add_matrix(*m, ranges);
   for (const Vector* v : {&a.norm, &a.q_bias, &a.k_bias, &a.v_bias, &a.q_norm, &a.k_norm,
                           &l.ffn_norm, &l.shared.gate_input})
@@ -52,7 +52,8 @@ Status place_weights(const Model& model, Backend& backend) {
     for (const ExpertTensorLayout* slice : {&layer.gate, &layer.up, &layer.down})
       add_experts(*slice, ranges);
   for (const Range& range : ranges)
-    STRATA_RETURN_IF_ERROR(backend.place(range.begin, range.bytes).with_prefix(model.file().name()));
+    STRATA_RETURN_IF_ERROR(
+        backend.place(range.begin, range.bytes).with_prefix(model.file().name()));
   return Status();
 }
 

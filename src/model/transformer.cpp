@@ -13,11 +13,12 @@ Transformer::Transformer(std::shared_ptr<const Model> model, ExpertStore& expert
 uint64_t Transformer::scratch_bytes(const Backend& backend, const Model& model, int64_t batch,
                                     int64_t n_ctx, bool all_logits, bool next_expert_predictor) {
   const ModelConfig& c = model.config();
-  const ScratchShape shape{
-      .max_tokens = batch,
-      .n_ctx = n_ctx,
-      .all_logits = all_logits,
-      .next_visit_scores = next_expert_predictor ? NextExpertPredictor::kMaxHorizon * c.n_expert : 0};
+  const ScratchShape shape{.max_tokens = batch,
+                           .n_ctx = n_ctx,
+                           .all_logits = all_logits,
+                           .next_visit_scores = next_expert_predictor
+                                                    ? NextExpertPredictor::kMaxHorizon * c.n_expert
+                                                    : 0};
   const uint64_t routed = uint64_t(batch * c.n_expert_used), n_expert = uint64_t(c.n_expert);
   // row_of_pick_, token_of_row_; expert_rows_, expert_offsets_; resident_, used_, best ranks,
   // predictions, jobs and the next-visit scores.
@@ -74,7 +75,8 @@ void Transformer::route(int layer, const BatchActivations& batch) {
   }
   route_ = backend_.route(w.router, batch.normed, request);
   if (route_observer_)
-    for (int64_t t = 0; t < n; ++t) route_observer_(layer, t, route_.picks.subspan(size_t(t * k), size_t(k)));
+    for (int64_t t = 0; t < n; ++t)
+      route_observer_(layer, t, route_.picks.subspan(size_t(t * k), size_t(k)));
   group_rows_by_expert(route_.picks, n);
 }
 
@@ -133,7 +135,8 @@ void Transformer::predict_next_layers(int layer, const BatchActivations& batch) 
     // hidden holds h after this layer's attention: a later router applied to it, through
     // that layer's norm, predicts that layer's picks (DESIGN.md §2).
     backend_.rms_norm(w.ffn_norm, batch.hidden, batch.lookahead);
-    const std::span<const int32_t> ranked = backend_.rank_experts(w.router, batch.lookahead, wanted);
+    const std::span<const int32_t> ranked =
+        backend_.rank_experts(w.router, batch.lookahead, wanted);
     // Union over the batch, by best rank across its tokens, then expert id. Rankings order ties
     // by id, so each token's top `prefetched` and top `watched` are prefixes of its top
     // `wanted`.
@@ -193,10 +196,9 @@ Status Transformer::compute_routed_experts(int layer, const LayerExpertLayout& l
         return Matrix{t.type, bytes, n_in, n_out, t.grouped_rows, rearrange};
       };
       const size_t e = size_t(c.expert);
-      jobs_.push_back({slice(layout.gate, c.unit.gate, n_embd, n_ff),
-                       slice(layout.up, c.unit.up, n_embd, n_ff),
-                       slice(layout.down, c.unit.down, n_ff, n_embd), expert_offsets_[e],
-                       expert_rows_[e]});
+      jobs_.push_back(
+          {slice(layout.gate, c.unit.gate, n_embd, n_ff), slice(layout.up, c.unit.up, n_embd, n_ff),
+           slice(layout.down, c.unit.down, n_ff, n_embd), expert_offsets_[e], expert_rows_[e]});
     }
     backend_.compute_experts(jobs_);
     experts_.release(layer, claimed);

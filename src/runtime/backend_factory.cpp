@@ -5,8 +5,7 @@
 
 namespace strata {
 
-Result<std::unique_ptr<Backend>> make_backend(const ModelShape& shape,
-                                              const WeightFormats& formats,
+Result<std::unique_ptr<Backend>> make_backend(const ModelShape& shape, const WeightFormats& formats,
                                               const BackendChoice& choice) {
   if (choice.device == "cuda") return make_cuda_backend(shape, choice.gpu);
   if (choice.device == "auto" && cuda_backend_built()) {

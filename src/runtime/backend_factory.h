@@ -18,8 +18,7 @@ struct BackendChoice {
   int n_threads = 1;  // CPU compute threads (the CPU backend's pool; the host's share otherwise)
 };
 
-Result<std::unique_ptr<Backend>> make_backend(const ModelShape& shape,
-                                              const WeightFormats& formats,
+Result<std::unique_ptr<Backend>> make_backend(const ModelShape& shape, const WeightFormats& formats,
                                               const BackendChoice& choice);
 
 }  // namespace strata

@@ -23,9 +23,9 @@ namespace {
 // (strata-tiny-moe, 41 KB units: hits + timely read-ahead hits 71-72 % -> 76-77 % at a 25 %
 // arena). Their disk is bound by reads per second, so the farther layer reads only its top
 // two guesses (readahead_far): all eight read 14 % more and decoded 10 % slower on average, in
-// 6 of 7 alternated pairs of `strata run --arena 25%` (docs/cache-lab.md). Large units are bandwidth-bound:
-// the wrong guesses of the farther layer take disk time from needed reads (30B-A3B shape, 2.6 MB
-// units: 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
+// 6 of 7 alternated pairs of `strata run --arena 25%` (docs/cache-lab.md). Large units are
+// bandwidth-bound: the wrong guesses of the farther layer take disk time from needed reads (30B-A3B
+// shape, 2.6 MB units: 4.30 -> 3.82 tok/s at 25 %; with one read in flight, 5.74 -> 3.99).
 int default_readahead_layers(const ExpertLayout& experts) {
   return experts.has_large_units() ? 1 : 2;
 }
@@ -56,7 +56,8 @@ Result<Resolved> resolved(const SessionOptions& requested) {
                    {.device = options.device, .gpu = options.gpu, .n_threads = options.n_threads}));
   // A budget's plan refuses KV caches it cannot hold; without one, nothing else would before
   // the allocation failed (std::bad_alloc) or the kernel killed the process.
-  const uint64_t kv_cache = result.backend->kv_cache_bytes(options.n_ctx) * uint64_t(options.sessions);
+  const uint64_t kv_cache =
+      result.backend->kv_cache_bytes(options.n_ctx) * uint64_t(options.sessions);
   if (const std::optional<AvailableMemory> available = available_memory();
       options.memory_budget == 0 && available && kv_cache > available->bytes)
     return Status::errorf("--ctx {}: the KV cache needs {}, but {} are {}", options.n_ctx,
@@ -113,8 +114,7 @@ void note_what_does_not_apply(const Engine::Impl& engine, const SessionOptions& 
 Status start_transformer(Engine::Impl& engine) {
   const SessionOptions& options = engine.options;
   const ModelConfig& config = engine.model().config();
-  engine.loaded.experts->set_before_blocking(
-      [backend = engine.backend.get()] { backend->idle(); });
+  engine.loaded.experts->set_before_blocking([backend = engine.backend.get()] { backend->idle(); });
   engine.transformer =
       std::make_unique<Transformer>(engine.loaded.model, *engine.loaded.experts, *engine.backend);
   const bool streaming = streams_experts(options);

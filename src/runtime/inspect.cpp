@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "gguf/tensor_types.h"
 #include "cpu/cpu_kv_cache.h"
+#include "gguf/tensor_types.h"
 #include "model/model.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"

@@ -51,8 +51,7 @@ std::optional<AvailableMemory> available_memory() {
   return available;
 }
 
-MemoryPlan plan_memory(const Model& model, const Backend& backend,
-                       const MemoryPlanRequest& request,
+MemoryPlan plan_memory(const Model& model, const Backend& backend, const MemoryPlanRequest& request,
                        const std::optional<AvailableMemory>& available) {
   const ModelConfig& config = model.config();
   const gguf::GgufFile& file = model.file();
@@ -70,8 +69,8 @@ MemoryPlan plan_memory(const Model& model, const Backend& backend,
       {fmt::format("KV cache ({} tokens, F32)", request.n_ctx),
        backend.kv_cache_bytes(request.n_ctx)},
       {fmt::format("compute scratch (batches of {})", request.batch),
-       Transformer::scratch_bytes(backend, model, request.batch, request.n_ctx,
-                                  request.all_logits, request.next_expert_predictor_bytes > 0)},
+       Transformer::scratch_bytes(backend, model, request.batch, request.n_ctx, request.all_logits,
+                                  request.next_expert_predictor_bytes > 0)},
       {"margin (stacks, I/O rings, allocator, per-unit state)", kMarginBytes},
   };
   // Teacher forcing hands back the logits after every token fed, up to a whole context.

@@ -39,7 +39,7 @@ struct MemoryPlanRequest {
   uint64_t budget_bytes = 0;
   std::string budget_basis;  // how the budget was chosen, when not given (--mem auto)
   int64_t n_ctx = 0;
-  int64_t batch = 0;  // largest forward batch (prefill chunk)
+  int64_t batch = 0;        // largest forward batch (prefill chunk)
   bool all_logits = false;  // teacher forcing: the logits of every position come back
   size_t io_alignment = 4096;
   uint64_t next_expert_predictor_bytes = 0;  // 0: none
@@ -71,8 +71,7 @@ struct MemoryPlan {
 // REQUIRES: `model` is described (shapes only suffice). The backend says what its KV cache and
 // scratch take. `available`: the memory the process can take, to compare the budget with
 // (nullopt: not known, no comparison).
-MemoryPlan plan_memory(const Model& model, const Backend& backend,
-                       const MemoryPlanRequest& request,
+MemoryPlan plan_memory(const Model& model, const Backend& backend, const MemoryPlanRequest& request,
                        const std::optional<AvailableMemory>& available);
 
 }  // namespace strata

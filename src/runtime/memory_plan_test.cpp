@@ -74,8 +74,7 @@ TEST(MemoryPlan, ArenaLineSaysTheShareOfTheExpertsItHolds) {
   EXPECT_EQ(std::stoll(match[1]), std::llround(100.0 * plan.arena_slots / 512));
   // The arena the session makes from what the plan leaves it is the one the line describes.
   const auto arena = ExpertArena::create(model->weights().experts, plan.arena_bytes, 4096,
-                                         int(model->config().n_expert_used),
-                                         make_host_slot_memory);
+                                         int(model->config().n_expert_used), make_host_slot_memory);
   ASSERT_TRUE(arena.ok()) << arena.status().message();
   EXPECT_EQ(arena.value()->total_slots(), plan.arena_slots);
   EXPECT_EQ(arena.value()->bytes(), plan.arena_slot_bytes);

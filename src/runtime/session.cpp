@@ -167,7 +167,8 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
     fed += part.size();
   }
-  if (all_logits && fed > 0) logits.assign(all_logits->end() - ptrdiff_t(n_vocab), all_logits->end());
+  if (all_logits && fed > 0)
+    logits.assign(all_logits->end() - ptrdiff_t(n_vocab), all_logits->end());
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const bool prefill = tokens.size() > 1;

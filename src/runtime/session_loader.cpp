@@ -76,15 +76,14 @@ void note(const SessionOptions& options, NoteKind kind, std::string_view line) {
 void note_faster_layout(const SessionOptions& options, bool split_reads,
                         const ExpertRowOrder& rows) {
   static std::atomic<bool> noted{false};
-  if (!options.on_note || !(split_reads || rows.grouped_after_read) || noted.exchange(true))
-    return;
+  if (!options.on_note || !(split_reads || rows.grouped_after_read) || noted.exchange(true)) return;
   note(options, NoteKind::kWarning,
-       fmt::format("note: `strata repack{}` writes this model with {}{}{}, which streams faster",
-                   rows.grouped_after_read ? " --grouped" : "",
-                   split_reads ? "each expert one read instead of three small ones" : "",
-                   split_reads && rows.grouped_after_read ? " and " : "",
-                   rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read"
-                                           : ""));
+       fmt::format(
+           "note: `strata repack{}` writes this model with {}{}{}, which streams faster",
+           rows.grouped_after_read ? " --grouped" : "",
+           split_reads ? "each expert one read instead of three small ones" : "",
+           split_reads && rows.grouped_after_read ? " and " : "",
+           rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : ""));
 }
 
 Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
@@ -103,8 +102,8 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
     note(options, NoteKind::kWarning,
          fmt::format("note: {} ({}) is larger than the {} {}: mapped whole, it pages from disk at "
                      "every token; --mem auto streams its experts instead",
-                     file->name(), format_bytes(file->file_size()),
-                     format_bytes(available->bytes), available->source));
+                     file->name(), format_bytes(file->file_size()), format_bytes(available->bytes),
+                     available->source));
   }
   std::optional<ProgressBar> progress;
   // Every expert stays resident in this store, so the whole file is read in now.
@@ -155,7 +154,8 @@ Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& des
     session.memory_plan = plan.to_text();
     for (size_t begin = 0; begin < session.memory_plan.size();) {
       const size_t end = session.memory_plan.find('\n', begin);
-      note(options, NoteKind::kPlan, std::string_view(session.memory_plan).substr(begin, end - begin));
+      note(options, NoteKind::kPlan,
+           std::string_view(session.memory_plan).substr(begin, end - begin));
       begin = end == std::string::npos ? session.memory_plan.size() : end + 1;
     }
     STRATA_RETURN_IF_ERROR(plan.shortfall);

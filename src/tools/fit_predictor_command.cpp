@@ -82,8 +82,8 @@ int fit_predictor(const FitFlags& flags) {
   const auto opened = Session::open(session_flags.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  NextExpertPredictorFit fit(session.engine().n_layers(), session.engine().n_embd(), session.engine().n_experts(),
-                             flags.horizon);
+  NextExpertPredictorFit fit(session.engine().n_layers(), session.engine().n_embd(),
+                             session.engine().n_experts(), flags.horizon);
   int64_t total = 0;
   for (const std::string& path : flags.texts) {
     if (interrupted()) return report_failure(interrupted_error());
@@ -94,12 +94,13 @@ int fit_predictor(const FitFlags& flags) {
   }
   const auto solution = fit.solve(flags.ridge);
   if (!solution.ok()) return report_failure(solution.status().with_prefix(flags.out_path));
-  const Status written = NextExpertPredictor::write(
-      flags.out_path, session.engine().n_layers(), session.engine().n_embd(), session.engine().n_experts(), flags.horizon,
-      solution.value().weights, solution.value().biases,
-      fmt::format("model {}; {} texts, {} tokens, horizon {}, ridge {}",
-                  flags.session.options.model_path, flags.texts.size(), total, flags.horizon,
-                  flags.ridge));
+  const Status written =
+      NextExpertPredictor::write(flags.out_path, session.engine().n_layers(),
+                                 session.engine().n_embd(), session.engine().n_experts(),
+                                 flags.horizon, solution.value().weights, solution.value().biases,
+                                 fmt::format("model {}; {} texts, {} tokens, horizon {}, ridge {}",
+                                             flags.session.options.model_path, flags.texts.size(),
+                                             total, flags.horizon, flags.ridge));
   if (!written.ok()) return report_failure(written);
   std::fprintf(stderr, "%s: fitted on %lld tokens of %zu texts\n", flags.out_path.c_str(),
                static_cast<long long>(total), flags.texts.size());

@@ -85,7 +85,8 @@ int trace(const TraceFlags& flags) {
   const auto opened = Session::open(session_flags.options);
   if (!opened.ok()) return report_failure(opened.status());
   Session& session = *opened.value();
-  ExpertTraceRecorder recorder(uint32_t(session.engine().n_layers()), uint32_t(session.engine().n_experts()),
+  ExpertTraceRecorder recorder(uint32_t(session.engine().n_layers()),
+                               uint32_t(session.engine().n_experts()),
                                uint32_t(session.engine().n_experts_per_token()));
   session.set_route_callback(
       [&recorder](int layer, int64_t position, std::span<const int32_t> experts) {

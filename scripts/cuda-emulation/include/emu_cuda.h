@@ -19,12 +19,16 @@
 #define __grid_constant__
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
-struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
 struct dim3 {
   unsigned x, y, z;
   dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
-struct emu_uint3 { unsigned x, y, z; };
+struct emu_uint3 {
+  unsigned x, y, z;
+};
 namespace strata_emu {
 const emu_uint3& thread_index();
 const emu_uint3& block_index();

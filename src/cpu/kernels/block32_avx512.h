@@ -60,10 +60,9 @@ inline __m512 per_lane_scale(int high_lane_scale) {
 
 template <int kOffset, int kHighLaneScale>
 const PairedColumn& pair_up(const float* table, const uint8_t* x, int64_t n_blocks) {
-  const __m512i offset_scale = _mm512_setr_epi32(1, 1, 1, 1, kHighLaneScale, kHighLaneScale,
-                                                 kHighLaneScale, kHighLaneScale, 1, 1, 1, 1,
-                                                 kHighLaneScale, kHighLaneScale, kHighLaneScale,
-                                                 kHighLaneScale);
+  const __m512i offset_scale =
+      _mm512_setr_epi32(1, 1, 1, 1, kHighLaneScale, kHighLaneScale, kHighLaneScale, kHighLaneScale,
+                        1, 1, 1, 1, kHighLaneScale, kHighLaneScale, kHighLaneScale, kHighLaneScale);
   const __m512 lane_scale = per_lane_scale(kHighLaneScale);
   thread_local PairedColumn column;
   column.resize(size_t((n_blocks + 1) / 2));
@@ -86,9 +85,9 @@ const PairedColumn& pair_up(const float* table, const uint8_t* x, int64_t n_bloc
     ColumnPair& pair = column[p];
     pair.quants = _mm512_inserti64x4(_mm512_zextsi256_si512(low), high, 1);
     pair.offsets = _mm512_mullo_epi32(
-        _mm512_sub_epi32(_mm512_setzero_si512(),
-                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset),
-                                             pair.quants)),
+        _mm512_sub_epi32(
+            _mm512_setzero_si512(),
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(kOffset), pair.quants)),
         offset_scale);
     pair.scales = _mm512_mul_ps(two_halves(_mm256_set1_ps(scale_at(first)),
                                            _mm256_set1_ps(has_second ? scale_at(second) : 0.0f)),
@@ -149,14 +148,13 @@ void vec_dot_rows(int64_t n, const void* w, size_t w_stride, int n_rows, const v
   const int64_t n_blocks = n / 32;
   // A plain pointer: through the thread_local itself, every use is a __tls_get_addr call.
   const float* table = fp16_to_fp32_table();
-  const ColumnPair* column =
-      pair_up<Format::kOffset, Format::kHighLaneScale>(table, static_cast<const uint8_t*>(x),
-                                                       n_blocks)
-          .data();
+  const ColumnPair* column = pair_up<Format::kOffset, Format::kHighLaneScale>(
+                                 table, static_cast<const uint8_t*>(x), n_blocks)
+                                 .data();
   const auto* weights = static_cast<const uint8_t*>(w);
   in_groups_of_four(n_rows, [&](auto size, int first) {
-    dot_rows<Format, size()>(table, n_blocks, weights + size_t(first) * w_stride, w_stride,
-                             column, out + first);
+    dot_rows<Format, size()>(table, n_blocks, weights + size_t(first) * w_stride, w_stride, column,
+                             out + first);
   });
 }
 

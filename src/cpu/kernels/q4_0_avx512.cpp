@@ -42,8 +42,8 @@ struct Format {
 
 }  // namespace
 
-void vec_dot_rows_q4_0_avx512(int64_t n, const void* w, size_t w_stride, int n_rows,
-                              const void* x, float* out) {
+void vec_dot_rows_q4_0_avx512(int64_t n, const void* w, size_t w_stride, int n_rows, const void* x,
+                              float* out) {
   block32_avx512::vec_dot_rows<Format>(n, w, w_stride, n_rows, x, out);
 }
 

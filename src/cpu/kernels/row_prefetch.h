@@ -23,9 +23,9 @@ inline constexpr int64_t kPrefetchPastRowGroup = 4096;
 // `consumed`: bytes of the group read so far, counted as if the group were read in order.
 [[gnu::always_inline]] inline void prefetch_past_row_group(const uint8_t* group, size_t group_bytes,
                                                            int64_t consumed) {
-  _mm_prefetch(reinterpret_cast<const char*>(group) + group_bytes + kPrefetchPastRowGroup +
-                   consumed,
-               _MM_HINT_T1);
+  _mm_prefetch(
+      reinterpret_cast<const char*>(group) + group_bytes + kPrefetchPastRowGroup + consumed,
+      _MM_HINT_T1);
 }
 
 }  // namespace strata
