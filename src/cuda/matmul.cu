@@ -6,6 +6,8 @@
 
 #include "cuda/matmul.h"
 
+#include "cuda/async_copy.h"
+
 namespace strata::cuda {
 namespace {
 
@@ -216,14 +218,21 @@ constexpr int kTileChunksOf = kStageBytes / (kOrderedRowsPerBlock<F> * kChunkByt
                                         8
                                   : 8;
 
+// Words of 4 and 16 bytes are copied asynchronously (async_copy.h): the block waits for them
+// with wait_for_async_copies() and a barrier.
 template <class Word>
 __device__ __forceinline__ void copy_units(uint8_t* dst, size_t dst_stride, const uint8_t* src,
                                            size_t src_stride, int units, size_t unit_bytes) {
   const int words = int(unit_bytes / sizeof(Word));
   for (int i = threadIdx.x; i < units * words; i += blockDim.x) {
     const int unit = i / words, word = i % words;
-    reinterpret_cast<Word*>(dst + unit * dst_stride)[word] =
-        reinterpret_cast<const Word*>(src + unit * src_stride)[word];
+    Word* to = reinterpret_cast<Word*>(dst + unit * dst_stride) + word;
+    const Word* from = reinterpret_cast<const Word*>(src + unit * src_stride) + word;
+    if constexpr (sizeof(Word) == 16 || sizeof(Word) == 4) {
+      copy_async<int(sizeof(Word))>(to, from);
+    } else {
+      *to = *from;
+    }
   }
 }
 
@@ -314,9 +323,9 @@ __device__ __forceinline__ void stage_activations(uint8_t* tile, const Activatio
     if constexpr (!kFloatFormat<F>) {
       float* d = reinterpret_cast<float*>(column + kTileChunksOf<F> * kChunkWeights);
       for (int64_t b = threadIdx.x; b < n_chunks; b += blockDim.x) {
-        d[b] = x.d[stored[c] * row_chunks + chunk0 + b];
+        copy_async<4>(&d[b], &x.d[stored[c] * row_chunks + chunk0 + b]);
         if constexpr (F::kActivation == Format::kQ8_1)
-          d[kTileChunksOf<F> + b] = x.s[stored[c] * row_chunks + chunk0 + b];
+          copy_async<4>(&d[kTileChunksOf<F> + b], &x.s[stored[c] * row_chunks + chunk0 + b]);
       }
     }
   }
@@ -362,6 +371,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
     __syncthreads();  // the previous tile is read
     stage_rows<F>(tile, task.w, shape.row_bytes, row0, n_rows, chunk0, tile_chunks);
     stage_activations<F>(x_tile, shape.x, stored, n_cols, chunk0, tile_chunks);
+    wait_for_async_copies();
     __syncthreads();
     if (!active) continue;
     if constexpr (kFloatFormat<F>) {
