@@ -236,6 +236,20 @@ __device__ __forceinline__ void copy_units(uint8_t* dst, size_t dst_stride, cons
   }
 }
 
+// Copies `units` runs of unit_bytes, src_stride apart, to dst_stride apart in shared memory, in
+// the widest words the addresses allow (dst_stride a multiple of 16).
+__device__ __forceinline__ void copy_to_shared(uint8_t* dst, size_t dst_stride, const uint8_t* src,
+                                               size_t src_stride, int units, size_t unit_bytes) {
+  const size_t alignment = size_t(reinterpret_cast<uintptr_t>(src)) | src_stride | unit_bytes;
+  if (alignment % 16 == 0) {
+    copy_units<uint4>(dst, dst_stride, src, src_stride, units, unit_bytes);
+  } else if (alignment % 4 == 0) {
+    copy_units<uint32_t>(dst, dst_stride, src, src_stride, units, unit_bytes);
+  } else {
+    copy_units<uint16_t>(dst, dst_stride, src, src_stride, units, unit_bytes);
+  }
+}
+
 // Copies chunks [chunk0, chunk0 + n_chunks) of rows [row0, row0 + n_rows) into the tile, unit u
 // at u * kTileChunksOf chunks' bytes.
 template <class F>
@@ -249,14 +263,7 @@ __device__ __forceinline__ void stage_rows(uint8_t* tile, const uint8_t* w, size
   const size_t src_stride = kUnit * row_bytes;
   const uint8_t* src =
       w + size_t(row0 / kUnit) * src_stride + size_t(chunk0) * kChunkBytesOf<F> * kUnit;
-  const size_t alignment = size_t(reinterpret_cast<uintptr_t>(src)) | src_stride | unit_bytes;
-  if (alignment % 16 == 0) {
-    copy_units<uint4>(tile, dst_stride, src, src_stride, units, unit_bytes);
-  } else if (alignment % 4 == 0) {
-    copy_units<uint32_t>(tile, dst_stride, src, src_stride, units, unit_bytes);
-  } else {
-    copy_units<uint16_t>(tile, dst_stride, src, src_stride, units, unit_bytes);
-  }
+  copy_to_shared(tile, dst_stride, src, src_stride, units, unit_bytes);
 }
 
 // The codes of part `part` of a chunk (weights 4 part .. 4 part + 3; for row groups also the
@@ -446,7 +453,162 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   }
 }
 
-enum class Kernel { kMatvec, kGemm, kOrdered };
+// Decode's ordered products of the integer formats (one column): ordered_kernel's float
+// operations, in two steps per tile of chunks. First every (row, chunk) of the tile is an item of
+// its own: a thread loads its weights and activations and leaves the parts' integer dot products
+// and the chunk's scale in shared memory. Then a thread per (row, part) runs that part's chains
+// over the tile's chunks in order, one multiply-add a chunk. ordered_kernel gives each thread a
+// (row, part) from the start, and decode's few rows then keep a few warps on each SM, every one
+// waiting on its loads and decoding alone (Nsight Compute: 6-23 % achieved occupancy, no warp
+// eligible in 85-90 % of cycles).
+constexpr int kDecodeThreads = 256;
+constexpr int kDecodeTileChunks = 32;
+constexpr int kDecodeChainThreads = kOrderedWarps * kWarpSize;
+
+template <class F>
+__global__ void __launch_bounds__(kDecodeThreads)
+    ordered_decode_kernel(const __grid_constant__ MatmulShape shape,
+                          const __grid_constant__ TaskTable table) {
+  constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>, kRows = kOrderedRowsPerBlock<F>;
+  static_assert(kRows * kParts == kDecodeChainThreads);
+  // One padding chunk a row: the rows a warp's chain threads read start in different banks.
+  constexpr int kStride = kDecodeTileChunks + 1;
+  constexpr bool kMinimum = F::kActivation == Format::kQ8_1;
+  __shared__ int32_t products[kRows * kStride * kParts];
+  __shared__ float scales[kRows * kStride];
+  __shared__ float minimums[kMinimum ? kRows * kStride : 1];
+  const int t = task_of_block(table, blockIdx.x);
+  const MatmulTask& task = table.task[t];
+  const int64_t row0 = (int64_t(blockIdx.x) - table.first_block[t]) * kRows;
+  const int64_t n_chunks = shape.n_in / kChunkWeights;
+  const int64_t x_row = stored_row(shape.x, task.x_first);
+  const int8_t* x_values = static_cast<const int8_t*>(shape.x.values) + x_row * shape.x.n_in;
+  const int64_t x_chunk0 = x_row * n_chunks;
+  const int chain_row = int(threadIdx.x) / kParts, part = int(threadIdx.x) % kParts;
+  float acc[kChains], minimum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kChains; ++k) acc[k] = 0.0f;
+  for (int64_t chunk0 = 0; chunk0 < n_chunks; chunk0 += kDecodeTileChunks) {
+    const int tile_chunks =
+        int(n_chunks - chunk0 < kDecodeTileChunks ? n_chunks - chunk0 : kDecodeTileChunks);
+    __syncthreads();  // the previous tile's items are read
+    for (int i = threadIdx.x; i < kRows * kDecodeTileChunks; i += kDecodeThreads) {
+      // Neighbouring threads read neighbouring bytes: the 8 rows of a group, or a row's chunks.
+      const int r =
+          kGroupedQ4_0<F> ? i % 8 + i / (8 * kDecodeTileChunks) * 8 : i / kDecodeTileChunks;
+      const int b = kGroupedQ4_0<F> ? i / 8 % kDecodeTileChunks : i % kDecodeTileChunks;
+      if (b >= tile_chunks || row0 + r >= task.n_out) continue;
+      const int64_t chunk = chunk0 + b;
+      const IntChunk w = F::load(task.w, row0 + r, shape.row_bytes, chunk);
+      const auto* quants = reinterpret_cast<const uint32_t*>(x_values + chunk * kChunkWeights);
+      int32_t* out = products + (r * kStride + b) * kParts;
+#pragma unroll
+      for (int p = 0; p < kParts; ++p) {
+        const int32_t low = dot4(w.q[p], quants[p], 0);
+        out[p] = kGroupedQ4_0<F> ? dot4(w.q[p + 4], quants[p + 4], low) : low;
+      }
+      scales[r * kStride + b] = exact_mul(w.d, shape.x.d[x_chunk0 + chunk]);
+      if constexpr (kMinimum)
+        minimums[r * kStride + b] = exact_mul(w.dmin, shape.x.s[x_chunk0 + chunk]);
+    }
+    __syncthreads();
+    if (threadIdx.x >= kDecodeChainThreads) continue;
+    for (int b = 0; b < tile_chunks; ++b) {
+      const float scale = scales[chain_row * kStride + b];
+      const float product = float(products[(chain_row * kStride + b) * kParts + part]);
+      if (kChains == 2 && ((chunk0 + b) & 1)) {
+        acc[kChains - 1] = fmaf(scale, product, acc[kChains - 1]);
+      } else {
+        acc[0] = fmaf(scale, product, acc[0]);
+      }
+      if constexpr (kMinimum) minimum = exact_add(minimum, minimums[chain_row * kStride + b]);
+    }
+  }
+  if (threadIdx.x >= kDecodeChainThreads) return;  // whole warps: the shuffles below have all lanes
+  const float chained = kChains == 2 ? exact_add(acc[0], acc[kChains - 1]) : acc[0];
+  const int first_lane = int(threadIdx.x) % kWarpSize / kParts * kParts;
+  float sum;
+  if constexpr (kGroupedQ4_0<F>) {
+    float s[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+    sum = exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
+  } else {
+    float s[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+    sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
+                    exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
+  }
+  const int64_t row = row0 + chain_row;
+  if (row < task.n_out && part == 0) finish(task, row, 0, exact_add(sum, minimum));
+}
+
+// Decode's ordered products of the float formats (one column): the 16 parts of a row are 16
+// threads, each a chain of multiply-adds over every 16th weight, which cannot be split as the
+// integer formats' can. So a block is one warp, two rows, more blocks than ordered_kernel's
+// four warps of eight rows (the router's 128 rows are 64 blocks, not 16), and each tile of the
+// rows and the activations is copied in at once before the chains run over it.
+constexpr int kFloatDecodeTileWeights = 1024;
+constexpr int kFloatDecodeRows = kWarpSize / 16;
+
+template <class F>
+__global__ void __launch_bounds__(kWarpSize)
+    ordered_float_decode_kernel(const __grid_constant__ MatmulShape shape,
+                                const __grid_constant__ TaskTable table) {
+  constexpr int kParts = kPartsOf<F>, kTile = kFloatDecodeTileWeights;
+  static_assert(kFloatDecodeRows * kParts == kWarpSize);
+  constexpr int kWeightBytes = kChunkBytesOf<F> / kChunkWeights;
+  constexpr int kXBytes = F::kActivation == Format::kF32 ? 4 : 2;
+  constexpr size_t kTileRowBytes = size_t(kTile) * kWeightBytes;
+  __shared__ __align__(16) uint8_t tile[kFloatDecodeRows * kTileRowBytes];
+  __shared__ __align__(16) uint8_t x_tile[kTile * kXBytes];
+  const int t = task_of_block(table, blockIdx.x);
+  const MatmulTask& task = table.task[t];
+  const int64_t row0 = (int64_t(blockIdx.x) - table.first_block[t]) * kFloatDecodeRows;
+  const int local_row = int(threadIdx.x) / kParts, part = int(threadIdx.x) % kParts;
+  const int64_t row = row0 + local_row;
+  const bool active = row < task.n_out;
+  const int n_rows =
+      int(task.n_out - row0 < kFloatDecodeRows ? task.n_out - row0 : kFloatDecodeRows);
+  const uint8_t* x_values = static_cast<const uint8_t*>(shape.x.values) +
+                            stored_row(shape.x, task.x_first) * shape.x.n_in * kXBytes;
+  float acc = 0.0f;
+  for (int64_t i0 = 0; i0 < shape.n_in; i0 += kTile) {
+    const int n = int(shape.n_in - i0 < kTile ? shape.n_in - i0 : kTile);
+    __syncthreads();  // the previous tile is read
+    copy_to_shared(tile, kTileRowBytes, task.w + size_t(row0) * shape.row_bytes + i0 * kWeightBytes,
+                   shape.row_bytes, n_rows, size_t(n) * kWeightBytes);
+    copy_to_shared(x_tile, 0, x_values + i0 * kXBytes, 0, 1, size_t(n) * kXBytes);
+    wait_for_async_copies();
+    __syncthreads();
+    if (!active) continue;
+    for (int i = part; i < n; i += kParts) {
+      float x;
+      if constexpr (F::kActivation == Format::kF32) {
+        x = reinterpret_cast<const float*>(x_tile)[i];
+      } else if constexpr (F::kActivation == Format::kF16) {
+        x = half_to_float(reinterpret_cast<const uint16_t*>(x_tile)[i]);
+      } else {
+        x = bf16_to_float(reinterpret_cast<const uint16_t*>(x_tile)[i]);
+      }
+      acc = fmaf(F::value(tile, local_row, kTileRowBytes, i), x, acc);
+    }
+  }
+  const int first_lane = local_row * kParts;
+  float s[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    s[j] = exact_add(__shfl_sync(0xffffffffu, acc, first_lane + j),
+                     __shfl_sync(0xffffffffu, acc, first_lane + j + 8));
+  const float sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
+                              exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
+  if (active && part == 0) finish(task, row, 0, sum);
+}
+
+// kOrderedDecode: the CPU's order for one column (ordered_decode_kernel,
+// ordered_float_decode_kernel).
+enum class Kernel { kMatvec, kGemm, kOrdered, kOrderedDecode };
 
 template <class F>
 int64_t blocks_of(const MatmulTask& task, Kernel kernel) {
@@ -457,13 +619,17 @@ int64_t blocks_of(const MatmulTask& task, Kernel kernel) {
       return (task.n_out + kTileRows - 1) / kTileRows * ((task.n_cols + kTileCols - 1) / kTileCols);
     case Kernel::kOrdered:
       return (task.n_out + kOrderedRowsPerBlock<F> - 1) / kOrderedRowsPerBlock<F>;
+    case Kernel::kOrderedDecode: {
+      const int rows = kFloatFormat<F> ? kFloatDecodeRows : kOrderedRowsPerBlock<F>;
+      return (task.n_out + rows - 1) / rows;
+    }
   }
   return 0;
 }
 
 template <class F>
 Kernel kernel_for(const MatmulTask& task) {
-  if constexpr (kCpuOrder<F>) return Kernel::kOrdered;
+  if constexpr (kCpuOrder<F>) return task.n_cols == 1 ? Kernel::kOrderedDecode : Kernel::kOrdered;
   return task.n_cols > kMatvecMaxCols ? Kernel::kGemm : Kernel::kMatvec;
 }
 
@@ -471,6 +637,14 @@ template <class F>
 void launch(Kernel kernel, unsigned blocks, const MatmulShape& shape, const TaskTable& table,
             cudaStream_t stream) {
   if constexpr (kCpuOrder<F>) {
+    if (kernel == Kernel::kOrderedDecode) {
+      if constexpr (kFloatFormat<F>) {
+        ordered_float_decode_kernel<F><<<blocks, kWarpSize, 0, stream>>>(shape, table);
+      } else {
+        ordered_decode_kernel<F><<<blocks, kDecodeThreads, 0, stream>>>(shape, table);
+      }
+      return;
+    }
     int64_t most_cols = 0;
     for (int t = 0; t < table.n_tasks; ++t) most_cols = std::max(most_cols, table.task[t].n_cols);
     const dim3 grid(blocks, unsigned((most_cols + kOrderedCols - 1) / kOrderedCols));
@@ -485,7 +659,8 @@ void launch(Kernel kernel, unsigned blocks, const MatmulShape& shape, const Task
 template <class F>
 cudaError_t run_tasks(const MatmulRequest& request, cudaStream_t stream) {
   const MatmulShape shape{request.n_in, request.row_bytes, request.x};
-  for (const Kernel kernel : {Kernel::kMatvec, Kernel::kGemm, Kernel::kOrdered}) {
+  for (const Kernel kernel :
+       {Kernel::kMatvec, Kernel::kGemm, Kernel::kOrdered, Kernel::kOrderedDecode}) {
     std::vector<const MatmulTask*> chosen;
     for (const MatmulTask& task : request.tasks)
       if (kernel_for<F>(task) == kernel && task.n_out > 0 && task.n_cols > 0)
