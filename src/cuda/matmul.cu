@@ -462,15 +462,18 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
 // waiting on its loads and decoding alone (Nsight Compute: 6-23 % achieved occupancy, no warp
 // eligible in 85-90 % of cycles).
 constexpr int kDecodeThreads = 256;
-constexpr int kDecodeTileChunks = 32;
-constexpr int kDecodeChainThreads = kOrderedWarps * kWarpSize;
+constexpr int kDecodeTileChunks = 64;
+// One warp of chain threads, so that blocks are small and many: the rows of a row group, or 4.
+template <class F>
+constexpr int kDecodeRowsOf{kWarpSize / kPartsOf<F>};
 
 template <class F>
 __global__ void __launch_bounds__(kDecodeThreads)
     ordered_decode_kernel(const __grid_constant__ MatmulShape shape,
                           const __grid_constant__ TaskTable table) {
-  constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>, kRows = kOrderedRowsPerBlock<F>;
-  static_assert(kRows * kParts == kDecodeChainThreads);
+  constexpr int kParts = kPartsOf<F>, kChains = kChainsOf<F>, kRows = kDecodeRowsOf<F>;
+  constexpr int kItems = kRows * kDecodeTileChunks;
+  static_assert(kItems % kDecodeThreads == 0);
   // One padding chunk a row: the rows a warp's chain threads read start in different banks.
   constexpr int kStride = kDecodeTileChunks + 1;
   constexpr bool kMinimum = F::kActivation == Format::kQ8_1;
@@ -492,7 +495,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
     const int tile_chunks =
         int(n_chunks - chunk0 < kDecodeTileChunks ? n_chunks - chunk0 : kDecodeTileChunks);
     __syncthreads();  // the previous tile's items are read
-    for (int i = threadIdx.x; i < kRows * kDecodeTileChunks; i += kDecodeThreads) {
+                      // Unrolled: a thread's items load at once.
+#pragma unroll
+    for (int i = threadIdx.x; i < kItems; i += kDecodeThreads) {
       // Neighbouring threads read neighbouring bytes: the 8 rows of a group, or a row's chunks.
       const int r =
           kGroupedQ4_0<F> ? i % 8 + i / (8 * kDecodeTileChunks) * 8 : i / kDecodeTileChunks;
@@ -512,7 +517,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
         minimums[r * kStride + b] = exact_mul(w.dmin, shape.x.s[x_chunk0 + chunk]);
     }
     __syncthreads();
-    if (threadIdx.x >= kDecodeChainThreads) continue;
+    if (threadIdx.x >= kWarpSize) continue;
     for (int b = 0; b < tile_chunks; ++b) {
       const float scale = scales[chain_row * kStride + b];
       const float product = float(products[(chain_row * kStride + b) * kParts + part]);
@@ -524,7 +529,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
       if constexpr (kMinimum) minimum = exact_add(minimum, minimums[chain_row * kStride + b]);
     }
   }
-  if (threadIdx.x >= kDecodeChainThreads) return;  // whole warps: the shuffles below have all lanes
+  if (threadIdx.x >= kWarpSize) return;  // a whole warp: the shuffles below have all lanes
   const float chained = kChains == 2 ? exact_add(acc[0], acc[kChains - 1]) : acc[0];
   const int first_lane = int(threadIdx.x) % kWarpSize / kParts * kParts;
   float sum;
@@ -620,7 +625,7 @@ int64_t blocks_of(const MatmulTask& task, Kernel kernel) {
     case Kernel::kOrdered:
       return (task.n_out + kOrderedRowsPerBlock<F> - 1) / kOrderedRowsPerBlock<F>;
     case Kernel::kOrderedDecode: {
-      const int rows = kFloatFormat<F> ? kFloatDecodeRows : kOrderedRowsPerBlock<F>;
+      const int rows = kFloatFormat<F> ? kFloatDecodeRows : kDecodeRowsOf<F>;
       return (task.n_out + rows - 1) / rows;
     }
   }
