@@ -1,5 +1,8 @@
-// The kernels of matmul.h: a warp-per-row mat-vec for decode and a 64 x 64-tiled GEMM for
-// prefill, each instantiated once per format, and the embedding row dequantizer.
+// The kernels of matmul.h, each instantiated once per format: for the k-quants (their own float
+// order) a warp-per-row mat-vec for decode and a 64 x 64-tiled GEMM for prefill; for the other
+// formats, which repeat the CPU's float operations, ordered_kernel (up to 8 tokens a block) and
+// decode's ordered_decode_kernel / ordered_float_decode_kernel; and the embedding row
+// dequantizer.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
