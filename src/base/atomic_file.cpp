@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/interrupt.h"
 #include "base/temporary_path.h"
 
 namespace strata {
@@ -68,6 +69,8 @@ Status AtomicFile::commit() {
     return Status::errorf("{}: cannot close: {}", path_, std::strerror(error));
   }
   if (in_place()) return Status();
+  const CommitScope commit;
+  if (!commit.entered()) return interrupted_error();  // the exit removes the temporary file
   if (std::rename(temporary_.path().c_str(), path_.c_str()) == 0) {
     temporary_.release();
     return Status();

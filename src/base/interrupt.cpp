@@ -15,6 +15,9 @@ namespace {
 
 std::atomic<int> arrived_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);  // set from a signal handler
+// The commits in progress (begin_commit), or -1 once a second signal's exit has begun.
+std::atomic<int> commits{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 // [read end, write end]: the handler writes a byte for each first signal.
 int wakeup_pipe[2] = {-1, -1};
 
@@ -27,6 +30,11 @@ extern "C" void on_interrupt(int signal_number) {
     [[maybe_unused]] const ssize_t written = ::write(wakeup_pipe[1], &byte, 1);
     errno = saved_errno;
     return;
+  }
+  int idle = 0;
+  if (!commits.compare_exchange_strong(idle, -1)) {
+    errno = saved_errno;
+    return;  // a commit is in progress (or the exit has begun on another thread)
   }
   remove_listed_temporary_paths();
   static constexpr char kMessage[] = "strata: interrupted\n";
@@ -55,6 +63,16 @@ int interrupt_signal() { return arrived_signal.load(std::memory_order_relaxed); 
 int interrupt_exit_code() { return 128 + interrupt_signal(); }
 
 Status interrupted_error() { return Status::error("interrupted"); }
+
+bool begin_commit() {
+  int current = commits.load();
+  do {
+    if (current < 0) return false;
+  } while (!commits.compare_exchange_weak(current, current + 1));
+  return true;
+}
+
+void end_commit() { commits.fetch_sub(1); }
 
 void clear_interrupt() {
   char bytes[64];

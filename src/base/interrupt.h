@@ -6,6 +6,12 @@
 // removes every temporary path still registered, prints "strata: interrupted" and ends the
 // process at once.
 //
+// Putting a finished output in place (AtomicFile::commit's rename) is bracketed by
+// begin_commit() / end_commit(): a second signal inside the bracket does not end the process
+// there, between the rename and its report, with the user's file replaced and the exit code
+// saying "interrupted"; the commit completes and the first signal's flag stops the command at
+// its next poll, or it finishes.
+//
 // Exit codes: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), what a shell
 // reports for a process the signal killed.
 //
@@ -29,6 +35,27 @@ int interrupt_signal();
 int interrupt_exit_code();
 // "interrupted": what code that stopped at the flag returns.
 Status interrupted_error();
+
+// Enters the commit bracket; false when a second signal's exit has begun (then do not commit:
+// the process is ending, its temporary paths removed).
+[[nodiscard]] bool begin_commit();
+void end_commit();
+
+// The bracket as a scope.
+class CommitScope {
+ public:
+  CommitScope() : entered_(begin_commit()) {}
+  ~CommitScope() {
+    if (entered_) end_commit();
+  }
+  CommitScope(const CommitScope&) = delete;
+  CommitScope& operator=(const CommitScope&) = delete;
+  // False: a second signal's exit has begun; put nothing in place.
+  bool entered() const { return entered_; }
+
+ private:
+  bool entered_;
+};
 
 // Forgets the signal, so that the next one is a first one again: `strata chat` goes on after
 // Ctrl-C stopped a reply.

@@ -47,6 +47,33 @@ TEST(InterruptDeathTest, SecondSignalRemovesListedPathsAndExits) {
   EXPECT_FALSE(fs::exists(directory));
 }
 
+// A second signal while an output is being put in place waits for the commit's end: the
+// process goes on (to its next poll, here its exit 0). One after the commit ends it.
+TEST(InterruptDeathTest, SecondSignalDuringACommitWaitsForItsEnd) {
+  EXPECT_EXIT(
+      {
+        install_interrupt_handlers();
+        std::raise(SIGTERM);
+        if (!begin_commit()) std::_Exit(3);
+        std::raise(SIGTERM);
+        end_commit();
+        if (!interrupted()) std::_Exit(4);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        install_interrupt_handlers();
+        std::raise(SIGTERM);
+        if (!begin_commit()) std::_Exit(3);
+        std::raise(SIGTERM);
+        end_commit();
+        std::raise(SIGTERM);
+        std::_Exit(4);  // not reached
+      },
+      ::testing::ExitedWithCode(143), "strata: interrupted");
+}
+
 TEST(Interrupt, FlagWakeupAndClear) {
   install_interrupt_handlers();
   ASSERT_FALSE(interrupted());

@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "base/check.h"
+#include "base/interrupt.h"
 #include "base/whole_file.h"
 #include "eval/reference_files.h"
 
@@ -175,6 +176,10 @@ Status ReferenceWriter::finish() {
       write_file_atomically(path_in(partial_.path(), kManifest), manifest.dump(1) + "\n"));
   // Over an empty directory of that name too (rename(2) replaces one); a full one is moved
   // aside first and removed once the new one is in place.
+  // A second signal between moving the previous reference aside and putting the new one in
+  // place would remove both (their paths are listed): it waits for the end of this bracket.
+  const CommitScope commit;
+  if (!commit.entered()) return interrupted_error();
   std::error_code error;
   TemporaryPath previous;
   if (replace_ && fs::exists(dir_, error) && !fs::is_empty(dir_, error)) {

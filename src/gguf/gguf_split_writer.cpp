@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/interrupt.h"
 #include "base/output_path.h"
 #include "base/progress.h"
 #include "base/temporary_path.h"
@@ -99,6 +100,9 @@ Result<std::vector<std::string>> write_split_model(const GgufFile& source,
     }
     STRATA_RETURN_IF_ERROR(writer.finish());
   }
+  // Every part in place, or (a failed rename aside) none: one commit bracket for them all.
+  const CommitScope commit;
+  if (!commit.entered()) return interrupted_error();
   for (size_t part = 0; part < paths.size(); ++part) {
     if (std::rename(partials[part].path().c_str(), paths[part].c_str()) != 0)
       return Status::errorf("{}: cannot rename {} into place: {}", paths[part],
