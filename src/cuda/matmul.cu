@@ -341,6 +341,29 @@ __device__ __forceinline__ void stage_activations(uint8_t* tile, const Activatio
   }
 }
 
+// A row's result from its parts' chained sums, in the lanes first_lane .. first_lane + kParts - 1
+// of the warp, added as the CPU's kernel adds its lanes. Every lane of the warp calls it
+// (shuffles).
+template <class F>
+__device__ __forceinline__ float sum_of_parts(float chained, int first_lane) {
+  if constexpr (kGroupedQ4_0<F>) {
+    float s[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+    return exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
+  } else {
+    float s[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
+      if constexpr (kPartsOf<F> == 16)
+        s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
+    }
+    return exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
+                     exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
+  }
+}
+
 // Block (x, y): kOrderedRowsPerBlock rows of a task (x) against its columns 8y .. 8y + 7.
 template <class F>
 __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
@@ -435,23 +458,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   for (int c = 0; c < kOrderedCols; ++c) {
     if (c >= n_cols) break;
     const float chained = kChains == 2 ? exact_add(acc[c][0], acc[c][kChains - 1]) : acc[c][0];
-    float sum;
-    if constexpr (kGroupedQ4_0<F>) {
-      float s[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-      sum = exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
-    } else {
-      float s[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-        if constexpr (kParts == 16)
-          s[j] = exact_add(s[j], __shfl_sync(0xffffffffu, chained, first_lane + j + 8));
-      }
-      sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
-                      exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
-    }
+    const float sum = sum_of_parts<F>(chained, first_lane);
     if (active && part == 0) finish(task, row, col0 + c, exact_add(sum, minimum[c]));
   }
 }
@@ -534,20 +541,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   if (threadIdx.x >= kWarpSize) return;  // a whole warp: the shuffles below have all lanes
   const float chained = kChains == 2 ? exact_add(acc[0], acc[kChains - 1]) : acc[0];
-  const int first_lane = int(threadIdx.x) % kWarpSize / kParts * kParts;
-  float sum;
-  if constexpr (kGroupedQ4_0<F>) {
-    float s[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-    sum = exact_add(exact_add(s[0], s[1]), exact_add(s[2], s[3]));
-  } else {
-    float s[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s[j] = __shfl_sync(0xffffffffu, chained, first_lane + j);
-    sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
-                    exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
-  }
+  const float sum = sum_of_parts<F>(chained, int(threadIdx.x) % kWarpSize / kParts * kParts);
   const int64_t row = row0 + chain_row;
   if (row < task.n_out && part == 0) finish(task, row, 0, exact_add(sum, minimum));
 }
@@ -603,14 +597,7 @@ __global__ void __launch_bounds__(kWarpSize)
       acc = fmaf(F::value(tile, local_row, kTileRowBytes, i), x, acc);
     }
   }
-  const int first_lane = local_row * kParts;
-  float s[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-    s[j] = exact_add(__shfl_sync(0xffffffffu, acc, first_lane + j),
-                     __shfl_sync(0xffffffffu, acc, first_lane + j + 8));
-  const float sum = exact_add(exact_add(exact_add(s[0], s[4]), exact_add(s[2], s[6])),
-                              exact_add(exact_add(s[1], s[5]), exact_add(s[3], s[7])));
+  const float sum = sum_of_parts<F>(acc, local_row * kParts);
   if (active && part == 0) finish(task, row, 0, sum);
 }
 
