@@ -50,26 +50,25 @@ TEST(InterruptDeathTest, SecondSignalRemovesListedPathsAndExits) {
 // A second signal while an output is being put in place waits for the commit's end: the
 // process goes on (to its next poll, here its exit 0). One after the commit ends it.
 TEST(InterruptDeathTest, SecondSignalDuringACommitWaitsForItsEnd) {
+  const auto commit_through_a_second_signal = [] {
+    install_interrupt_handlers();
+    std::raise(SIGTERM);
+    if (!begin_commit()) std::_Exit(3);
+    std::raise(SIGTERM);
+    end_commit();
+    if (!interrupted()) std::_Exit(4);
+  };
   EXPECT_EXIT(
       {
-        install_interrupt_handlers();
-        std::raise(SIGTERM);
-        if (!begin_commit()) std::_Exit(3);
-        std::raise(SIGTERM);
-        end_commit();
-        if (!interrupted()) std::_Exit(4);
+        commit_through_a_second_signal();
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(
       {
-        install_interrupt_handlers();
+        commit_through_a_second_signal();
         std::raise(SIGTERM);
-        if (!begin_commit()) std::_Exit(3);
-        std::raise(SIGTERM);
-        end_commit();
-        std::raise(SIGTERM);
-        std::_Exit(4);  // not reached
+        std::_Exit(5);  // not reached
       },
       ::testing::ExitedWithCode(143), "strata: interrupted");
 }
