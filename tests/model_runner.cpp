@@ -47,10 +47,25 @@ std::vector<float> ModelRunner::logits(const std::vector<int32_t>& tokens, int64
 }
 
 std::vector<int32_t> ModelRunner::routes(const std::vector<int32_t>& tokens) {
+  std::vector<float> router_inputs;
+  return routes(tokens, router_inputs);
+}
+
+std::vector<int32_t> ModelRunner::routes(const std::vector<int32_t>& tokens,
+                                         std::vector<float>& router_inputs) {
   const auto& config = model_->config();
   const int64_t n = int64_t(tokens.size()), k = config.n_expert_used;
   std::vector<int32_t> result(static_cast<size_t>(config.n_layer * n * k));
+  router_inputs.assign(size_t(config.n_layer * n * config.n_embd), 0.0f);
   Transformer transformer(model_, *store_, *backend_);
+  // Tokens each layer's observer has seen so far (a forward pass may come in chunks).
+  std::vector<int64_t> seen(size_t(config.n_layer), 0);
+  transformer.set_router_input_observer([&](int layer, int64_t n_tokens,
+                                            std::span<const float> input) {
+    std::copy(input.begin(), input.end(),
+              router_inputs.begin() + ptrdiff_t((layer * n + seen[size_t(layer)]) * config.n_embd));
+    seen[size_t(layer)] += n_tokens;
+  });
   transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
     std::copy(experts.begin(), experts.end(), result.begin() + (layer * n + t) * k);
   });

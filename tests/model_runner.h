@@ -29,6 +29,9 @@ class ModelRunner {
   std::vector<float> logits(const std::vector<int32_t>& tokens, int64_t chunk);
   // Routes as the golden route.bin files hold them: [n_layer][n_tokens][k].
   std::vector<int32_t> routes(const std::vector<int32_t>& tokens);
+  // The same routes, and each layer's router input ([n_layer][n_tokens][n_embd]).
+  std::vector<int32_t> routes(const std::vector<int32_t>& tokens,
+                              std::vector<float>& router_inputs);
   // Greedy continuation of `prompt`, n tokens.
   std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, int n);
 
