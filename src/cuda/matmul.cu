@@ -341,6 +341,18 @@ __device__ __forceinline__ void stage_activations(uint8_t* tile, const Activatio
   }
 }
 
+// Value i of a float format's activations staged in shared memory (F32, F16 or BF16).
+template <class F>
+__device__ __forceinline__ float staged_float_activation(const uint8_t* column, int i) {
+  if constexpr (F::kActivation == Format::kF32) {
+    return reinterpret_cast<const float*>(column)[i];
+  } else if constexpr (F::kActivation == Format::kF16) {
+    return half_to_float(reinterpret_cast<const uint16_t*>(column)[i]);
+  } else {
+    return bf16_to_float(reinterpret_cast<const uint16_t*>(column)[i]);
+  }
+}
+
 // A row's result from its parts' chained sums, in the lanes first_lane .. first_lane + kParts - 1
 // of the warp, added as the CPU's kernel adds its lanes. Every lane of the warp calls it
 // (shuffles).
@@ -414,16 +426,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
 #pragma unroll
         for (int c = 0; c < kOrderedCols; ++c) {
           if (c >= n_cols) continue;
-          const uint8_t* column = x_tile + c * kColumnBytes;
-          float x;
-          if constexpr (F::kActivation == Format::kF32) {
-            x = reinterpret_cast<const float*>(column)[i];
-          } else if constexpr (F::kActivation == Format::kF16) {
-            x = half_to_float(reinterpret_cast<const uint16_t*>(column)[i]);
-          } else {
-            x = bf16_to_float(reinterpret_cast<const uint16_t*>(column)[i]);
-          }
-          acc[c][0] = fmaf(w, x, acc[c][0]);
+          acc[c][0] = fmaf(w, staged_float_activation<F>(x_tile + c * kColumnBytes, i), acc[c][0]);
         }
       }
     } else {
@@ -585,17 +588,9 @@ __global__ void __launch_bounds__(kWarpSize)
     wait_for_async_copies();
     __syncthreads();
     if (!active) continue;
-    for (int i = part; i < n; i += kParts) {
-      float x;
-      if constexpr (F::kActivation == Format::kF32) {
-        x = reinterpret_cast<const float*>(x_tile)[i];
-      } else if constexpr (F::kActivation == Format::kF16) {
-        x = half_to_float(reinterpret_cast<const uint16_t*>(x_tile)[i]);
-      } else {
-        x = bf16_to_float(reinterpret_cast<const uint16_t*>(x_tile)[i]);
-      }
-      acc = fmaf(F::value(tile, local_row, kTileRowBytes, i), x, acc);
-    }
+    for (int i = part; i < n; i += kParts)
+      acc = fmaf(F::value(tile, local_row, kTileRowBytes, i), staged_float_activation<F>(x_tile, i),
+                 acc);
   }
   const float sum = sum_of_parts<F>(acc, local_row * kParts);
   if (active && part == 0) finish(task, row, 0, sum);
