@@ -263,6 +263,38 @@ TEST(GpuCli, LogitsDoNotDependOnThreads) {
   EXPECT_EQ(outputs[0], outputs[1]);
 }
 
+// A device arena filled from host memory computes what every expert in device memory does, to
+// the bit, whatever its size, the copy threads and the batches (exact routing); and a budget
+// sizes it through the device memory plan.
+TEST(GpuCli, ArenaLogitsEqualEveryExpertInDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  const fs::path tokens = testing::scratch() / "gpu-arena-tokens.json";
+  std::ofstream(tokens) << "[1, 200, 300, 17, 5, 99, 104, 8, 400, 12, 640, 77, 3, 248]";  // < 768
+  const std::string models[] = {
+      kBundled, (golden::root() / "synthetic/models/tiny-qwen3moe-k256-q4_k_m.gguf").string()};
+  for (const std::string& model : models) {
+    auto logits = [&](const std::string& flags) {
+      const fs::path out = testing::scratch() / "gpu-arena-logits.bin";
+      const auto outcome =
+          testing::strata("logits -m " + model + " --device cuda --tokens " + tokens.string() +
+                          " --out " + out.string() + " --force " + flags);
+      EXPECT_EQ(outcome.exit_code, 0) << flags << "\n" << outcome.err;
+      return file_bytes(out);
+    };
+    // Against the all-in-memory run cut into the same batches: batch sizes pick the kernels.
+    const std::pair<std::string, std::string> variants[] = {
+        {"--prefill-chunk 1", "--arena 10% --io-threads 1"}, {"", "--arena 25% --io-threads 2"},
+        {"--prefill-chunk 3", "--arena 50% --io-threads 4"}, {"", "--arena 100%"},
+        {"--prefill-chunk 1", "--arena 25% --readahead 0"},  {"", "--gpu-mem 2G"}};
+    for (const auto& [batches, arena] : variants) {
+      const std::string reference = logits(batches);
+      ASSERT_FALSE(reference.empty());
+      EXPECT_EQ(logits(batches + " " + arena), reference)
+          << model << " " << batches << " " << arena;
+    }
+  }
+}
+
 TEST(GpuCli, GeneratesAndRefusesInOneLine) {
   SKIP_WITHOUT_GPU();
   const auto run =
@@ -272,7 +304,10 @@ TEST(GpuCli, GeneratesAndRefusesInOneLine) {
   const std::pair<std::string, std::string> cases[] = {
       {"run -m " + kBundled + " -p hi --device cuda --gpu 99", "--gpu 99: this machine has "},
       {"run -m " + kBundled + " -p hi --device cuda --ctx 1000000", "cuda: a context of 1000000"},
-      {"run -m " + kBundled + " -p hi --device cuda --arena 50%", "an expert arena"},
+      {"run -m " + kBundled + " -p hi --device cuda --mem 4G", "a host arena under --mem"},
+      {"run -m " + kBundled + " -p hi --device cuda --gpu-mem 1M",
+       "short: this model needs at least"},
+      {"run -m " + kBundled + " -p hi --device cpu --gpu-mem 1G", "it is for --device cuda"},
   };
   for (const auto& [arguments, expected] : cases) {
     const auto outcome = testing::strata(arguments);

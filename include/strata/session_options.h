@@ -21,6 +21,10 @@ struct SessionOptions {
   // has it and a device answers, else the CPU.
   std::string device = "auto";
   int gpu = 0;
+  // Device memory budget in bytes (`--gpu-mem`, with device "cuda"): dense weights, KV cache,
+  // scratch and an expert arena in what they leave, the experts copied into it from host
+  // memory. 0: every expert in device memory (or an arena of arena_share).
+  uint64_t gpu_memory_budget = 0;
   int n_threads = 0;  // 0: one per core
   int64_t n_ctx = 0;  // 0: min(trained context, 4096)
   int64_t prefill_chunk = 256;

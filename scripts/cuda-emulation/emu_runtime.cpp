@@ -240,6 +240,13 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
   *event = new CUevent_st;
   return cudaSuccess;
 }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  return cudaEventCreate(event);
+}
+// Every operation has finished when its call returns, so waiting and pinning have nothing to do.
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;

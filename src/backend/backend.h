@@ -95,6 +95,10 @@ class Backend {
   virtual std::string describe() const = 0;
   virtual int n_threads() const = 0;
 
+  // Whether the weights are copied into memory of the backend's own (a GPU's) rather than
+  // computed on where the host holds them. An expert arena there is filled from a host tier
+  // (experts/host_tier_reader.h) instead of reads from the file.
+  virtual bool computes_from_own_memory() const { return false; }
   // Makes the weights at [host, host + bytes) (a matrix, a 1-D weight, resident experts) the
   // backend's to compute with: a Matrix::data or Vector::data() inside a placed range then
   // reaches the backend's copy of it. The CPU computes on host memory and copies nothing; a GPU

@@ -2,8 +2,15 @@
 // computes with them: host pages for the CPU, device memory for a GPU. The arena decides the
 // slots' sizes and what lies where inside a slot; this decides where the bytes live.
 //
-// Thread-safety: immutable after it is made; a slot's bytes are written by one I/O thread at a
-// time and read by the backend under the expert store's protocol.
+// Slots in host memory are filled by reads landing in them. Slots in a device's memory are
+// filled by write_from_host() from a host tier that holds the experts (experts/host_tier_reader.h),
+// and a slot's old unit may still be read by computations the backend has queued but not run:
+// the store says when it let go of a unit (released()), and a later write into its slot waits
+// for the work queued until then, and for nothing else.
+//
+// Thread-safety: a slot's bytes are written by one I/O thread at a time and read by the backend
+// under the expert store's protocol; released() is called by the compute thread, between the
+// writes of the slot it names.
 #pragma once
 
 #include <strata/status.h>
@@ -31,6 +38,23 @@ class ExpertSlotMemory {
   // Where the backend's kernels find that slot's bytes once its read has landed.
   virtual const uint8_t* compute_address(int size_class, int slot) const = 0;
   virtual uint64_t bytes() const = 0;
+
+  // Copies `bytes` of host memory to `destination`, inside a slot (read_target's address and
+  // on), and returns once they are there. Host memory: a memcpy.
+  virtual Status write_from_host(uint8_t* destination, const void* source, size_t bytes);
+  // The unit in slot `slot` of class `size_class` will not be computed with again after the
+  // backend's work queued so far.
+  virtual void released(int size_class, int slot) {
+    (void)size_class;
+    (void)slot;
+  }
+  // Host memory write_from_host() will read from again and again (a host tier): made fast to
+  // copy from where the backend can (page-locked for a GPU). False where it stays as it is.
+  virtual bool pin_source(const void* host, size_t bytes) {
+    (void)host;
+    (void)bytes;
+    return false;
+  }
 };
 
 // Makes the slots of an arena: the backend's make_expert_slot_memory, or host memory in tests.

@@ -9,6 +9,7 @@
 #include "backend/cuda_backend.h"
 #include "base/check.h"
 #include "cuda/convert_rows.h"
+#include "cuda/device_slot_memory.h"
 #include "cuda/elementwise.h"
 #include "cuda/topk.h"
 
@@ -100,10 +101,12 @@ uint64_t CudaBackend::kv_cache_bytes_per_position() const {
 }
 
 Result<std::unique_ptr<ExpertSlotMemory>> CudaBackend::make_expert_slot_memory(
-    std::span<const SlotClassShape>, size_t) {
-  return Status::error(
-      "--device cuda keeps every expert in device memory: an expert arena (--mem, --arena) is "
-      "not built for CUDA yet");
+    std::span<const SlotClassShape> classes, size_t alignment) {
+  STRATA_ASSIGN_OR_RETURN(auto memory,
+                          DeviceSlotMemory::create(classes, alignment, device_, stream_));
+  for (const DeviceSlotMemory::Block& block : memory->blocks())
+    weights_.compute_in_place(block.begin, block.bytes);
+  return std::unique_ptr<ExpertSlotMemory>(std::move(memory));
 }
 
 std::optional<double> CudaBackend::measure_memory_bandwidth() {

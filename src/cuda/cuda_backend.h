@@ -32,6 +32,7 @@ class CudaBackend final : public Backend {
 
   std::string describe() const override;
   int n_threads() const override { return 1; }
+  bool computes_from_own_memory() const override { return true; }
   Status place(const void* host, size_t bytes) override;
   Status failure() const override { return failure_; }
   Result<std::unique_ptr<KvCache>> make_kv_cache(int64_t n_ctx) override;

@@ -38,6 +38,10 @@ Status WeightPlacement::place(const void* host, size_t bytes) {
   return Status();
 }
 
+void WeightPlacement::compute_in_place(const uint8_t* device, size_t bytes) {
+  copies_.emplace(reinterpret_cast<uintptr_t>(device), Copy{bytes, DeviceBuffer(), device});
+}
+
 const uint8_t* WeightPlacement::resolve(const void* host) const {
   const uintptr_t address = reinterpret_cast<uintptr_t>(host);
   const auto* holder = find(address);

@@ -4,8 +4,10 @@
 // resolve. Each copy keeps its range's alignment modulo 256 (a tensor's rows stay as aligned as
 // the file has them).
 //
-// The resident engine places every expert this way; an expert arena in device memory would give
-// the kernels its slots' addresses instead, and resolve nothing.
+// The resident engine places every expert this way. An expert arena in device memory hands the
+// kernels its slots' device addresses instead: its blocks are added as memory computed from in
+// place, whose addresses resolve to themselves (host and device addresses never coincide under
+// CUDA's unified addressing).
 //
 // Thread-compatible (the engine's compute thread).
 #pragma once
@@ -24,6 +26,8 @@ class WeightPlacement {
  public:
   // Copies [host, host + bytes) to device memory, unless a placed range holds it already.
   Status place(const void* host, size_t bytes);
+  // Device memory the kernels read where it is (an expert arena's slots).
+  void compute_in_place(const uint8_t* device, size_t bytes);
   // The device address of `host`. REQUIRES: inside a placed range (a weight the model layer
   // placed: anything else is our bug).
   const uint8_t* resolve(const void* host) const;
@@ -35,7 +39,7 @@ class WeightPlacement {
  private:
   struct Copy {
     size_t bytes;
-    DeviceBuffer memory;
+    DeviceBuffer memory;    // empty for memory computed from in place
     const uint8_t* device;  // where the range's first byte is, inside `memory`
   };
   // The copy whose range holds `address`, or nullptr.

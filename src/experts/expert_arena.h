@@ -60,6 +60,7 @@ class ExpertArena {
   const std::vector<SizeClass>& classes() const { return classes_; }
   int class_of_layer(int layer) const { return class_of_layer_[size_t(layer)]; }
   uint64_t bytes() const { return memory_->bytes(); }
+  ExpertSlotMemory& memory() const { return *memory_; }
   int total_slots() const;
 
   struct UnitReads {

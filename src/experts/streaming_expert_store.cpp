@@ -33,6 +33,7 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
   store->speculations_.resize(size_t(layout.n_layer()));
   store->layout_ = std::move(layout);
   store->n_expert_used_ = n_expert_used;
+  store->reads_in_compute_order_ = options.reads_in_compute_order;
   store->reader_ = std::move(reader);
   return store;
 }
@@ -307,7 +308,7 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
     }
     need->claimed = true;
     ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
-    unit.fresh_from_file = !s.claimed_since_read;
+    unit.fresh_from_file = !s.claimed_since_read && !reads_in_compute_order_;
     s.claimed_since_read = true;
     claimed.push_back({need->expert, unit});
   }
@@ -321,6 +322,7 @@ void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> exp
     const int index = slot_of_unit_[size_t(unit_id(layer, claimed.expert))];
     STRATA_CHECK(index >= 0);
     slot(c, index).pinned = false;
+    arena_->memory().released(c, index);
   }
   assign_waiting_needs();
 }
@@ -328,8 +330,12 @@ void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> exp
 void StreamingExpertStore::end_layer(int layer) {
   STRATA_CHECK_EQ(layer, current_layer_);
   const int c = arena_->class_of_layer(layer);
-  for (const Need& need : needs_)
-    if (need.slot >= 0) slot(c, need.slot).pinned = false;
+  for (const Need& need : needs_) {
+    if (need.slot < 0) continue;
+    slot(c, need.slot).pinned = false;
+    // A pass that failed midway may not have released what it claimed.
+    if (need.claimed) arena_->memory().released(c, need.slot);
+  }
   needs_.clear();
   current_layer_ = -1;
 }

@@ -41,6 +41,9 @@ struct StreamingStoreOptions {
   int io_threads = 2;
   IoBackend backend = IoBackend::kAuto;
   int io_depth = 0;  // requests io_uring keeps running at once (IoEngine::create's uring_depth)
+  // The reader hands out the slices in the row order the backend computes with already (a
+  // host tier, host_tier_reader.h), so no claim asks for them to be rearranged.
+  bool reads_in_compute_order = false;
 };
 
 class StreamingExpertStore final : public ExpertStore {
@@ -111,6 +114,7 @@ class StreamingExpertStore final : public ExpertStore {
   ExpertLayout layout_;
   std::function<void()> before_blocking_;
   int n_expert_used_ = 0;
+  bool reads_in_compute_order_ = false;
   std::shared_ptr<FileReader> reader_;
   std::unique_ptr<IoEngine> engine_;
   std::unique_ptr<ExpertArena> arena_;

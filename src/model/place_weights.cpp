@@ -41,16 +41,17 @@ void add_experts(const ExpertTensorLayout& slice, std::vector<Range>& ranges) {
 
 }  // namespace
 
-Status place_weights(const Model& model, Backend& backend) {
+Status place_weights(const Model& model, Backend& backend, PlacedExperts experts) {
   const ModelWeights& w = model.weights();
   std::vector<Range> ranges;
   add_matrix(w.token_embedding, ranges);
   add_vector(w.output_norm, ranges);
   add_matrix(w.output, ranges);
   for (const LayerWeights& layer : w.layers) add_layer(layer, ranges);
-  for (const LayerExpertLayout& layer : w.experts.layers)
-    for (const ExpertTensorLayout* slice : {&layer.gate, &layer.up, &layer.down})
-      add_experts(*slice, ranges);
+  if (experts == PlacedExperts::kResident)
+    for (const LayerExpertLayout& layer : w.experts.layers)
+      for (const ExpertTensorLayout* slice : {&layer.gate, &layer.up, &layer.down})
+        add_experts(*slice, ranges);
   for (const Range& range : ranges)
     STRATA_RETURN_IF_ERROR(
         backend.place(range.begin, range.bytes).with_prefix(model.file().name()));

@@ -114,7 +114,7 @@ MemoryPlan plan_memory(const Model& model, const Backend& backend, const MemoryP
 }
 
 std::string MemoryPlan::to_text() const {
-  std::string text = fmt::format("memory plan for a budget of {}{}:\n", format_bytes(budget_bytes),
+  std::string text = fmt::format("{} for a budget of {}{}:\n", title, format_bytes(budget_bytes),
                                  budget_basis.empty() ? "" : " (" + budget_basis + ")");
   auto line = [&](const std::string& what, uint64_t bytes, const std::string& note) {
     text += fmt::format("  {:<54} {:>11}{}\n", what, format_bytes(bytes), note);

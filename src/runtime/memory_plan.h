@@ -47,6 +47,7 @@ struct MemoryPlanRequest {
 };
 
 struct MemoryPlan {
+  std::string title = "memory plan";  // what the budget bounds
   struct Line {
     std::string what;
     uint64_t bytes;

@@ -11,12 +11,14 @@
 #include "base/progress.h"
 #include "experts/expert_arena.h"
 #include "experts/file_reader.h"
+#include "experts/host_tier_reader.h"
 #include "experts/resident_expert_store.h"
 #include "experts/streaming_expert_store.h"
 #include "model/next_expert_predictor.h"
 #include "model/place_weights.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"
+#include "runtime/device_memory_plan.h"
 #include "runtime/expert_usage.h"
 #include "runtime/memory_plan.h"
 
@@ -86,8 +88,10 @@ void note_faster_layout(const SessionOptions& options, bool split_reads,
            rows.grouped_after_read ? "its Q4_0 rows grouped already, not after each read" : ""));
 }
 
-Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
-                     LoadedSession& session) {
+// The model with every tensor in host memory: the file copied in, or its mapping read in.
+Status load_every_tensor(const SessionOptions& options,
+                         const std::shared_ptr<const gguf::GgufFile>& file,
+                         LoadedSession& session) {
   const bool copied = copied_when_resident(*file);
   if (const std::optional<AvailableMemory> available = available_memory();
       available && file->file_size() > available->bytes) {
@@ -106,13 +110,20 @@ Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::
                      available->source));
   }
   std::optional<ProgressBar> progress;
-  // Every expert stays resident in this store, so the whole file is read in now.
+  // Every expert stays in host memory, so the whole file is read in now.
   if (options.show_progress) progress.emplace("loading " + options.model_path, file->file_size());
   STRATA_ASSIGN_OR_RETURN(auto data,
                           load_resident_tensor_data(*file, progress ? &*progress : nullptr));
   if (progress) progress->finish();
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, std::move(data)));
+  return Status();
+}
+
+Status load_resident(const SessionOptions& options, std::shared_ptr<const gguf::GgufFile> file,
+                     LoadedSession& session) {
+  STRATA_RETURN_IF_ERROR(load_every_tensor(options, file, session));
   session.experts = std::make_unique<ResidentExpertStore>(session.model->weights().experts);
+  const bool copied = copied_when_resident(*file);
   const bool grouped = file->has(kQ4_0RowGroupsKey);
   session.store = !copied          ? "all experts resident (memory-mapped)"
                   : !avx512_vnni() ? "all experts resident (read into memory, Q4_0 rows "
@@ -143,6 +154,15 @@ Result<MemoryPlan> make_plan(const SessionOptions& options, const Model& describ
   return plan_memory(described, backend, request, available_memory());
 }
 
+// A plan's lines as notes of their own kind.
+void note_plan(const SessionOptions& options, std::string_view plan) {
+  for (size_t begin = 0; begin < plan.size();) {
+    const size_t end = plan.find('\n', begin);
+    note(options, NoteKind::kPlan, plan.substr(begin, end - begin));
+    begin = end == std::string::npos ? plan.size() : end + 1;
+  }
+}
+
 // The arena's bytes: what the budget's plan leaves it (the plan is printed, and kept for
 // memory_plan()), or the requested share of the expert units, at least what a token needs.
 Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& described,
@@ -152,12 +172,7 @@ Result<uint64_t> arena_bytes_for(const SessionOptions& options, const Model& des
   if (options.memory_budget > 0) {
     STRATA_ASSIGN_OR_RETURN(const MemoryPlan plan, make_plan(options, described, backend, reader));
     session.memory_plan = plan.to_text();
-    for (size_t begin = 0; begin < session.memory_plan.size();) {
-      const size_t end = session.memory_plan.find('\n', begin);
-      note(options, NoteKind::kPlan,
-           std::string_view(session.memory_plan).substr(begin, end - begin));
-      begin = end == std::string::npos ? session.memory_plan.size() : end + 1;
-    }
+    note_plan(options, session.memory_plan);
     STRATA_RETURN_IF_ERROR(plan.shortfall);
     return plan.arena_bytes;
   }
@@ -251,6 +266,86 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   return Status();
 }
 
+// An expert arena in the backend's own memory (a GPU's): every expert in host memory as the
+// resident engine holds it (the host tier), copied into the arena's slots as routed to and
+// read ahead, on the store's I/O threads. The dense weights go to the device (place_weights).
+Status load_host_tier(const SessionOptions& options, Backend& backend,
+                      std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
+  if (options.memory_budget > 0)
+    return Status::error(
+        "--mem with --device cuda: every expert is kept in host memory and copied to the "
+        "device as needed; a host arena under --mem (experts streamed from the file) is not "
+        "built for CUDA yet: size the device's arena with --gpu-mem or --arena");
+  STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+  const ExpertLayout& described_experts = described->weights().experts;
+  const int k = int(described->config().n_expert_used);
+  constexpr size_t kAlignment = HostTierReader::kAlignment;
+  uint64_t arena_bytes = 0;
+  if (options.gpu_memory_budget > 0) {
+    DeviceMemoryRequest request;
+    request.budget_bytes = options.gpu_memory_budget;
+    request.n_ctx = options.n_ctx;
+    request.batch = std::min(options.prefill_chunk, options.n_ctx);
+    request.all_logits = options.teacher_forced;
+    request.next_expert_predictor = !options.next_expert_predictor_path.empty();
+    request.alignment = kAlignment;
+    const MemoryPlan plan = plan_device_memory(*described, backend, request);
+    session.memory_plan = plan.to_text();
+    note_plan(options, session.memory_plan);
+    STRATA_RETURN_IF_ERROR(plan.shortfall);
+    arena_bytes = plan.arena_bytes;
+  } else {
+    arena_bytes = std::max(ExpertArena::minimum_bytes(described_experts, kAlignment, k),
+                           uint64_t(options.arena_share * double(ExpertArena::all_units_bytes(
+                                                              described_experts, kAlignment))));
+  }
+  STRATA_RETURN_IF_ERROR(load_every_tensor(options, file, session));
+  const ModelConfig& config = session.model->config();
+  const ExpertLayout& experts = session.model->weights().experts;
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
+                          HostTierReader::create(experts, file->name(), file->file_size()));
+  StreamingStoreOptions store_options;
+  store_options.arena_bytes = arena_bytes;
+  store_options.policy = options.cache_policy;
+  store_options.io_threads = options.io_threads;
+  store_options.backend = IoBackend::kPread;  // copies, each waited for on its own stream
+  store_options.reads_in_compute_order = true;
+  bool pinned = false;
+  STRATA_ASSIGN_OR_RETURN(
+      auto store, StreamingExpertStore::create(
+                      experts, int(config.n_expert_used), tier, store_options,
+                      [&](std::span<const SlotClassShape> classes,
+                          size_t alignment) -> Result<std::unique_ptr<ExpertSlotMemory>> {
+                        STRATA_ASSIGN_OR_RETURN(
+                            auto memory, backend.make_expert_slot_memory(classes, alignment));
+                        tier->write_into(*memory);
+                        pinned = memory->pin_source(tier->first_byte(), tier->span_bytes());
+                        return memory;
+                      }));
+  if (!pinned)
+    note(options, NoteKind::kWarning,
+         "note: the host tier could not be page-locked: expert copies to the device run from "
+         "pageable memory, at a fraction of the bus's speed");
+  if (!options.warm_path.empty() && std::filesystem::exists(options.warm_path)) {
+    STRATA_ASSIGN_OR_RETURN(
+        const auto usage,
+        ExpertUsage::load(options.warm_path, int(config.n_layer), int(config.n_expert)));
+    STRATA_RETURN_IF_ERROR(store->preload(usage.hottest()));
+  }
+  const ExpertArena& arena = store->arena();
+  session.read_pattern = ExpertReadPattern{.read_bytes = largest_unit_read(experts, kAlignment),
+                                           .in_flight = options.io_threads};
+  session.store = fmt::format(
+      "experts copied from host memory ({}, {}) into a {} device arena of {} slots ({:.0f} % of "
+      "{} units, {} policy, {} copy threads)",
+      format_bytes(tier->span_bytes()), pinned ? "page-locked" : "pageable",
+      format_bytes(arena.bytes()), arena.total_slots(),
+      100.0 * arena.total_slots() / double(config.n_layer * config.n_expert),
+      config.n_layer * config.n_expert, options.cache_policy, options.io_threads);
+  session.experts = std::move(store);
+  return Status();
+}
+
 }  // namespace
 
 Result<MemoryPlanSummary> plan_session(const SessionOptions& options, const Backend& backend) {
@@ -267,12 +362,18 @@ Result<LoadedSession> load_session(const SessionOptions& options, Backend& backe
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   session.tokenizer.emplace(std::move(tokenizer));
-  if (streams_experts(options)) {
+  const bool host_tier = streams_experts(options) && backend.computes_from_own_memory();
+  if (options.gpu_memory_budget > 0 && !backend.computes_from_own_memory())
+    return Status::error("--gpu-mem: the model computes on the CPU here; it is for --device cuda");
+  if (host_tier) {
+    STRATA_RETURN_IF_ERROR(load_host_tier(options, backend, file, session));
+  } else if (streams_experts(options)) {
     STRATA_RETURN_IF_ERROR(load_streaming(options, backend, file, session));
   } else {
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }
-  STRATA_RETURN_IF_ERROR(place_weights(*session.model, backend));
+  STRATA_RETURN_IF_ERROR(place_weights(
+      *session.model, backend, host_tier ? PlacedExperts::kNone : PlacedExperts::kResident));
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
                           session.tokenizer->token_count(), session.model->config().n_vocab);

@@ -17,7 +17,7 @@ SessionOptions without_plan_notes(SessionOptions options) {
 }
 
 bool streams_experts(const SessionOptions& options) {
-  return options.memory_budget > 0 || options.arena_share > 0;
+  return options.memory_budget > 0 || options.arena_share > 0 || options.gpu_memory_budget > 0;
 }
 
 Result<uint64_t> parse_readahead_budget(std::string_view text) {

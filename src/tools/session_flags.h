@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "experts/io_engine.h"
+#include "runtime/byte_size.h"
 #include "tools/cli_checks.h"
 #include "tools/seed_option.h"
 
@@ -81,6 +82,23 @@ inline void add_device_flags(CLI::App* command, SessionOptions& options) {
       ->default_str("auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   command->add_option("--gpu", options.gpu, "CUDA device index")->check(at_least(0));
+  command
+      ->add_option_function<std::string>(
+          "--gpu-mem",
+          [&options](const std::string& text) {
+            options.gpu_memory_budget = parse_byte_size(text).value();
+          },
+          "device memory budget (8G): the experts that do not fit are copied in from host "
+          "memory as they are routed to")
+      ->default_str("none, every expert in device memory")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            const Result<uint64_t> bytes = parse_byte_size(text);
+            return !bytes.ok()   ? bytes.status().message()
+                   : *bytes == 0 ? std::string("a budget must be above zero")
+                                 : std::string();
+          },
+          "SIZE"));
 }
 
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {

@@ -18,6 +18,9 @@ typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaDeviceScheduleSpin = 1;
+constexpr unsigned cudaEventDisableTiming = 2;
+constexpr unsigned cudaHostRegisterDefault = 0;
+constexpr unsigned cudaHostRegisterReadOnly = 8;
 struct cudaDeviceProp {
   char name[256];
   size_t totalGlobalMem;
@@ -41,6 +44,10 @@ cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpy
                             cudaStream_t stream = nullptr);
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream = nullptr);
 cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+cudaError_t cudaHostRegister(void* host, size_t bytes, unsigned flags);
+cudaError_t cudaHostUnregister(void* host);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);

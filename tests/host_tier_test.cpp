@@ -1,0 +1,233 @@
+// An expert arena filled from a host tier (experts/host_tier_reader.h), as the CUDA backend's
+// device arena is, tested on the CPU: the slots are host memory behind a fake device memory
+// whose copies check the protocol a GPU needs (no copy into a slot whose unit was claimed and
+// not yet released) and fail on request. With exact routing the logits equal the all-resident
+// run's bit for bit whatever the arena's size and copy threads; a failed copy is one clear
+// error naming the layer and expert when that expert is claimed.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "backend/host_slot_memory.h"
+#include "base/check.h"
+#include "cpu/cpu_backend.h"
+#include "experts/expert_arena.h"
+#include "experts/host_tier_reader.h"
+#include "experts/streaming_expert_store.h"
+#include "golden_data.h"
+#include "model/tensor_data.h"
+#include "model/transformer.h"
+#include "model_runner.h"
+
+namespace strata {
+namespace {
+
+std::string bundled_model() {
+  return std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
+}
+std::string synthetic(const std::string& name) {
+  return (golden::root() / "synthetic/models" / (name + ".gguf")).string();
+}
+
+std::vector<int32_t> sequence(const std::string& folder, const std::string& name) {
+  for (const auto& s : golden::sequences(folder))
+    if (s.name == name) return s.ids;
+  return {};
+}
+
+// Host slots that stand for a device's: written only through write_from_host(), which records
+// every copy into a slot still held by a claim, and fails copies from `failing` on request.
+class FakeDeviceSlotMemory final : public ExpertSlotMemory {
+ public:
+  FakeDeviceSlotMemory(std::unique_ptr<HostSlotMemory> slots, std::vector<SlotClassShape> classes)
+      : slots_(std::move(slots)), classes_(std::move(classes)) {
+    held_.resize(classes_.size());
+    for (size_t c = 0; c < classes_.size(); ++c) held_[c].assign(size_t(classes_[c].n_slots), 0);
+  }
+  uint8_t* read_target(int c, int slot) override { return slots_->read_target(c, slot); }
+  const uint8_t* compute_address(int c, int slot) const override {
+    // The store asks for a slot's address when it hands the unit out (a claim).
+    std::lock_guard lock(mutex_);
+    held_[size_t(c)][size_t(slot)] = 1;
+    return slots_->compute_address(c, slot);
+  }
+  uint64_t bytes() const override { return slots_->bytes(); }
+  Status write_from_host(uint8_t* destination, const void* source, size_t bytes) override {
+    ++copies_;
+    {
+      std::lock_guard lock(mutex_);
+      for (size_t c = 0; c < classes_.size(); ++c) {
+        const uint8_t* first = slots_->read_target(int(c), 0);
+        const size_t span = classes_[c].slot_bytes * size_t(classes_[c].n_slots);
+        if (destination >= first && destination < first + span &&
+            held_[c][size_t(destination - first) / classes_[c].slot_bytes])
+          ++copies_into_held_;
+      }
+    }
+    const auto* from = static_cast<const uint8_t*>(source);
+    if (from < failing_end_ && from + bytes > failing_begin_)
+      return Status::error("cuda: copying an expert to the device: injected failure");
+    return ExpertSlotMemory::write_from_host(destination, source, bytes);
+  }
+  void released(int c, int slot) override {
+    std::lock_guard lock(mutex_);
+    held_[size_t(c)][size_t(slot)] = 0;
+    ++releases_;
+  }
+
+  void fail_copies_from(const uint8_t* begin, const uint8_t* end) {
+    failing_begin_ = begin;
+    failing_end_ = end;
+  }
+  int copies() const { return copies_; }
+  int copies_into_held() const { return copies_into_held_; }
+  int releases() const { return releases_; }
+
+ private:
+  std::unique_ptr<HostSlotMemory> slots_;
+  std::vector<SlotClassShape> classes_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::vector<uint8_t>> held_;  // [class][slot]
+  std::atomic<int> copies_{0}, copies_into_held_{0}, releases_{0};
+  const uint8_t *failing_begin_ = nullptr, *failing_end_ = nullptr;
+};
+
+struct HostTierRun {
+  std::vector<float> logits;
+  ExpertCounters stats;
+  int copies = 0, copies_into_held = 0, releases = 0;
+};
+
+// As load_session does it for a GPU: every tensor in host memory, the experts copied from there
+// into the arena as routed to and read ahead. `failing`: a tensor whose copies fail.
+Result<HostTierRun> run_host_tier(const std::string& path, const std::vector<int32_t>& tokens,
+                                  double arena_share, int io_threads, int64_t chunk,
+                                  const std::string& failing = "") {
+  STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
+  STRATA_ASSIGN_OR_RETURN(auto data, load_resident_tensor_data(*file, nullptr));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file, data));
+  const ExpertLayout& layout = model->weights().experts;
+  const int k = int(model->config().n_expert_used);
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
+                          HostTierReader::create(layout, path, file->file_size()));
+  StreamingStoreOptions options;
+  options.arena_bytes = std::max(
+      ExpertArena::minimum_bytes(layout, tier->alignment(), k),
+      uint64_t(arena_share * double(ExpertArena::all_units_bytes(layout, tier->alignment()))));
+  options.io_threads = io_threads;
+  options.backend = IoBackend::kPread;
+  options.reads_in_compute_order = true;
+  FakeDeviceSlotMemory* memory = nullptr;
+  STRATA_ASSIGN_OR_RETURN(
+      auto store,
+      StreamingExpertStore::create(
+          layout, k, tier, options,
+          [&](std::span<const SlotClassShape> classes,
+              size_t alignment) -> Result<std::unique_ptr<ExpertSlotMemory>> {
+            STRATA_ASSIGN_OR_RETURN(auto slots, HostSlotMemory::create(classes, alignment));
+            auto fake = std::make_unique<FakeDeviceSlotMemory>(
+                std::move(slots), std::vector<SlotClassShape>(classes.begin(), classes.end()));
+            memory = fake.get();
+            tier->write_into(*fake);
+            return std::unique_ptr<ExpertSlotMemory>(std::move(fake));
+          }));
+  if (!failing.empty()) {
+    const gguf::TensorInfo* tensor = file->find_tensor(failing);
+    STRATA_CHECK(tensor != nullptr);
+    const uint8_t* begin = data->data(*tensor);
+    memory->fail_copies_from(begin, begin + tensor->n_bytes);
+  }
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Backend> backend,
+                          make_cpu_backend(model->config(), model->weight_formats(), 2));
+  Transformer transformer(model, *store, *backend);
+  transformer.set_routing({.readahead = k, .readahead_layers = 1, .readahead_far = 2});
+  STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(int64_t(tokens.size())));
+  HostTierRun run;
+  std::vector<float> part;
+  for (size_t begin = 0; begin < tokens.size(); begin += size_t(chunk)) {
+    const size_t n = std::min(size_t(chunk), tokens.size() - begin);
+    STRATA_RETURN_IF_ERROR(
+        transformer.forward({tokens.data() + begin, n}, int64_t(begin), *cache, true, part));
+    run.logits.insert(run.logits.end(), part.begin(), part.end());
+  }
+  run.stats = store->stats();
+  run.copies = memory->copies();
+  run.copies_into_held = memory->copies_into_held();
+  run.releases = memory->releases();
+  return run;
+}
+
+class HostTierDeterminism : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HostTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
+  const std::string path = GetParam();
+  const auto tokens = path == bundled_model() ? sequence("trained", "dev_code")
+                                              : sequence("synthetic", "seq64_rand");
+  ASSERT_FALSE(tokens.empty());
+  testing::ModelRunner resident(path, 2);
+  const auto reference = resident.logits(tokens, 16);
+  struct Setup {
+    double share;
+    int io_threads;
+    int64_t chunk;
+  };
+  for (const Setup& s : {Setup{0.0, 1, 1}, Setup{0.25, 2, 1}, Setup{0.5, 4, 16}, Setup{1.0, 2, 16},
+                         Setup{0.25, 3, 7}}) {
+    const auto run = run_host_tier(path, tokens, s.share, s.io_threads, s.chunk);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    const HostTierRun& r = run.value();
+    EXPECT_EQ(r.logits.size(), reference.size());
+    EXPECT_EQ(std::memcmp(r.logits.data(), reference.data(), reference.size() * sizeof(float)), 0)
+        << "arena " << s.share << ", copy threads " << s.io_threads << ", batches of " << s.chunk;
+    EXPECT_GT(r.copies, 0);
+    EXPECT_GT(r.releases, 0);
+    EXPECT_EQ(r.copies_into_held, 0) << "a copy overwrote a unit still claimed";
+    // Every byte the store read came through a copy from the host tier.
+    EXPECT_GT(r.stats.bytes_read, 0u);
+    EXPECT_GT(r.stats.misses, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HostTierDeterminism,
+                         ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
+                                           synthetic("tiny-qwen3moe-k256-q4_k_m")));
+
+TEST(HostTierFaults, FailedCopyIsReportedWhenTheExpertIsClaimed) {
+  const std::string path = bundled_model();
+  const auto run =
+      run_host_tier(path, sequence("trained", "dev_code"), 0.0, 2, 1, "blk.3.ffn_up_exps.weight");
+  ASSERT_FALSE(run.ok());
+  const std::string& message = run.status().message();
+  EXPECT_NE(message.find("layer 3 expert"), std::string::npos) << message;
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("copying an expert to the device: injected failure"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST(HostTierReader, RefusesReadsThatAreNotAnExpertsBytes) {
+  auto file = gguf::GgufFile::open(bundled_model()).value();
+  auto data = load_resident_tensor_data(*file, nullptr).value();
+  auto model = Model::load(file, data).value();
+  const ExpertLayout& layout = model->weights().experts;
+  auto tier = HostTierReader::create(layout, bundled_model(), file->file_size()).value();
+  auto slots = HostSlotMemory::create(std::vector<SlotClassShape>{{1 << 20, 1}}, 64).value();
+  tier->write_into(*slots);
+  const ExpertTensorLayout& up = layout.layers[2].up;
+  uint8_t* into = slots->read_target(0, 0);
+  const uint64_t a = tier->alignment(), begin = up.file_offsets[5] / a * a;
+  const uint64_t end = (up.file_offsets[5] + up.expert_bytes + a - 1) / a * a;
+  ASSERT_TRUE(tier->read(into, begin, end - begin).ok());
+  EXPECT_EQ(std::memcmp(into + (up.file_offsets[5] - begin), up.resident[5], up.expert_bytes), 0);
+  const Status shorter = tier->read(into, begin, end - begin - a);
+  ASSERT_FALSE(shorter.ok());
+  EXPECT_NE(shorter.message().find("not an expert's bytes"), std::string::npos)
+      << shorter.message();
+  EXPECT_FALSE(tier->read(into, begin + a, end - begin).ok());
+}
+
+}  // namespace
+}  // namespace strata
