@@ -40,21 +40,7 @@ MemoryPlan plan_device_memory(const Model& model, const Backend& backend,
                                   request.next_expert_predictor)},
       {"margin (allocator rounding, slots rounded to 256 B)", kMarginBytes},
   };
-  uint64_t fixed = 0;
-  for (const auto& line : plan.lines) fixed += line.bytes;
-  const ExpertLayout& experts = model.weights().experts;
-  const int k = int(config.n_expert_used);
-  const uint64_t arena_minimum = ExpertArena::minimum_bytes(experts, request.alignment, k);
-  plan.minimum_budget_bytes = fixed + arena_minimum;
-  plan.arena_bytes = request.budget_bytes > fixed ? request.budget_bytes - fixed : 0;
-  plan.expert_units = int64_t(config.n_layer) * int64_t(config.n_expert);
-  if (plan.arena_bytes >= arena_minimum) {
-    for (const ExpertArena::SizeClass& c :
-         ExpertArena::plan(experts, plan.arena_bytes, request.alignment, k)) {
-      plan.arena_slots += c.n_slots;
-      plan.arena_slot_bytes += uint64_t(c.slot_bytes) * uint64_t(c.n_slots);
-    }
-  }
+  const auto [fixed, arena_minimum] = plan_arena(model, request.alignment, plan);
   if (request.budget_bytes < plan.minimum_budget_bytes)
     plan.shortfall = Status::errorf(
         "{}: the device memory budget {} is {} short: this model needs at least {} ({} for "

@@ -51,6 +51,26 @@ std::optional<AvailableMemory> available_memory() {
   return available;
 }
 
+std::pair<uint64_t, uint64_t> plan_arena(const Model& model, size_t alignment, MemoryPlan& plan) {
+  const ModelConfig& config = model.config();
+  uint64_t fixed = 0;
+  for (const auto& line : plan.lines) fixed += line.bytes;
+  const ExpertLayout& experts = model.weights().experts;
+  const int k = int(config.n_expert_used);
+  const uint64_t arena_minimum = ExpertArena::minimum_bytes(experts, alignment, k);
+  plan.minimum_budget_bytes = fixed + arena_minimum;
+  plan.arena_bytes = plan.budget_bytes > fixed ? plan.budget_bytes - fixed : 0;
+  plan.expert_units = int64_t(config.n_layer) * int64_t(config.n_expert);
+  if (plan.arena_bytes >= arena_minimum) {
+    for (const ExpertArena::SizeClass& c :
+         ExpertArena::plan(experts, plan.arena_bytes, alignment, k)) {
+      plan.arena_slots += c.n_slots;
+      plan.arena_slot_bytes += uint64_t(c.slot_bytes) * uint64_t(c.n_slots);
+    }
+  }
+  return {fixed, arena_minimum};
+}
+
 MemoryPlan plan_memory(const Model& model, const Backend& backend, const MemoryPlanRequest& request,
                        const std::optional<AvailableMemory>& available) {
   const ModelConfig& config = model.config();
@@ -86,21 +106,7 @@ MemoryPlan plan_memory(const Model& model, const Backend& backend, const MemoryP
       table > 0)
     plan.lines.insert(plan.lines.end() - 1,
                       {fmt::format("arena policy's counts ({})", request.cache_policy), table});
-  uint64_t fixed = 0;
-  for (const auto& line : plan.lines) fixed += line.bytes;
-  const ExpertLayout& experts = model.weights().experts;
-  const int k = int(config.n_expert_used);
-  const uint64_t arena_minimum = ExpertArena::minimum_bytes(experts, request.io_alignment, k);
-  plan.minimum_budget_bytes = fixed + arena_minimum;
-  plan.arena_bytes = request.budget_bytes > fixed ? request.budget_bytes - fixed : 0;
-  plan.expert_units = int64_t(config.n_layer) * int64_t(config.n_expert);
-  if (plan.arena_bytes >= arena_minimum) {
-    for (const ExpertArena::SizeClass& c :
-         ExpertArena::plan(experts, plan.arena_bytes, request.io_alignment, k)) {
-      plan.arena_slots += c.n_slots;
-      plan.arena_slot_bytes += uint64_t(c.slot_bytes) * uint64_t(c.n_slots);
-    }
-  }
+  const auto [fixed, arena_minimum] = plan_arena(model, request.io_alignment, plan);
   if (available && request.budget_bytes > available->bytes) plan.available = available;
   if (request.budget_bytes < plan.minimum_budget_bytes)
     plan.shortfall = Status::errorf(

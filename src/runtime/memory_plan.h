@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -68,6 +69,10 @@ struct MemoryPlan {
   Status shortfall;
   std::string to_text() const;
 };
+
+// Fills in the arena's part of a plan whose budget and lines are set: what the lines leave the
+// arena, its slots, the smallest budget. Returns the lines' sum and the arena's minimum.
+std::pair<uint64_t, uint64_t> plan_arena(const Model& model, size_t alignment, MemoryPlan& plan);
 
 // REQUIRES: `model` is described (shapes only suffice). The backend says what its KV cache and
 // scratch take. `available`: the memory the process can take, to compare the budget with
