@@ -11,6 +11,16 @@ namespace strata::golden {
 
 std::filesystem::path root() { return std::filesystem::path(STRATA_SOURCE_DIR) / "tests/golden"; }
 
+std::vector<int32_t> sequence_ids(const std::string& folder, const std::string& name) {
+  for (const Sequence& s : sequences(folder))
+    if (s.name == name) return s.ids;
+  return {};
+}
+
+std::string synthetic_model(const std::string& name) {
+  return (root() / "synthetic/models" / (name + ".gguf")).string();
+}
+
 std::vector<Sequence> sequences(const std::string& folder) {
   std::ifstream in(root() / folder / "sequences.json");
   const auto json = nlohmann::json::parse(in);

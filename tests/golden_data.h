@@ -18,6 +18,10 @@ struct Sequence {
 };
 // sequences.json of a golden folder ("synthetic" or "trained").
 std::vector<Sequence> sequences(const std::string& folder);
+// The ids of one of them; empty when the folder has no sequence of that name.
+std::vector<int32_t> sequence_ids(const std::string& folder, const std::string& name);
+// A model of the synthetic golden folder, by name without ".gguf".
+std::string synthetic_model(const std::string& name);
 
 std::vector<float> read_floats(const std::filesystem::path& path);
 std::vector<int32_t> read_ints(const std::filesystem::path& path);

@@ -28,14 +28,9 @@ namespace {
 std::string bundled_model() {
   return std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
 }
-std::string synthetic(const std::string& name) {
-  return (golden::root() / "synthetic/models" / (name + ".gguf")).string();
-}
-
+std::string synthetic(const std::string& name) { return golden::synthetic_model(name); }
 std::vector<int32_t> sequence(const std::string& folder, const std::string& name) {
-  for (const auto& s : golden::sequences(folder))
-    if (s.name == name) return s.ids;
-  return {};
+  return golden::sequence_ids(folder, name);
 }
 
 // Host slots that stand for a device's: written only through write_from_host(), which records
