@@ -37,6 +37,7 @@ STRATA_SAME_ID(kQ6_K);
 STRATA_SAME_ID(kQ8_K);
 STRATA_SAME_ID(kIQ4_NL);
 STRATA_SAME_ID(kIQ4_XS);
+STRATA_SAME_ID(kQ2_0);
 #undef STRATA_SAME_ID
 
 Format format_of(QuantType type) { return Format(uint32_t(type)); }

@@ -25,9 +25,10 @@ namespace strata::cuda::testing {
 // Every weight format the CPU reads.
 inline const std::vector<QuantType>& weight_formats() {
   static const std::vector<QuantType> formats = {
-      QuantType::kF32,  QuantType::kF16,  QuantType::kBF16, QuantType::kQ8_0,   QuantType::kQ4_0,
-      QuantType::kQ4_1, QuantType::kQ5_0, QuantType::kQ5_1, QuantType::kIQ4_NL, QuantType::kIQ4_XS,
-      QuantType::kQ2_K, QuantType::kQ3_K, QuantType::kQ4_K, QuantType::kQ5_K,   QuantType::kQ6_K};
+      QuantType::kF32,    QuantType::kF16,    QuantType::kBF16, QuantType::kQ8_0,
+      QuantType::kQ4_0,   QuantType::kQ4_1,   QuantType::kQ5_0, QuantType::kQ5_1,
+      QuantType::kIQ4_NL, QuantType::kIQ4_XS, QuantType::kQ2_K, QuantType::kQ3_K,
+      QuantType::kQ4_K,   QuantType::kQ5_K,   QuantType::kQ6_K, QuantType::kQ2_0};
   return formats;
 }
 
@@ -151,6 +152,8 @@ void with_host_format(QuantType type, bool grouped, Fn&& fn) {
       return fn(FormatQ5_1{});
     case QuantType::kIQ4_NL:
       return fn(FormatIQ4_NL{});
+    case QuantType::kQ2_0:
+      return fn(FormatQ2_0{});
     case QuantType::kIQ4_XS:
       return fn(FormatIQ4_XS{});
     case QuantType::kQ2_K:

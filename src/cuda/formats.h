@@ -25,10 +25,11 @@ enum class Format : uint32_t {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  kQ2_0 = 1000,
 };
 
-// Weights per chunk, the unit every kernel decodes: one block of the 32-weight formats, an eighth
-// of a k-quant super-block, 32 values of a float format.
+// Weights per chunk, the unit every kernel decodes: one block of the 32-weight formats, half a
+// Q2_0 block, an eighth of a k-quant super-block, 32 values of a float format.
 inline constexpr int kChunkWeights = 32;
 
 }  // namespace strata::cuda

@@ -710,6 +710,8 @@ cudaError_t with_format(Format format, bool grouped_rows, Fn&& fn) {
       return fn(FormatQ5_1{});
     case Format::kIQ4_NL:
       return fn(FormatIQ4_NL{});
+    case Format::kQ2_0:
+      return fn(FormatQ2_0{});
     case Format::kIQ4_XS:
       return fn(FormatIQ4_XS{});
     case Format::kQ2_K:

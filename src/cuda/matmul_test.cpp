@@ -239,7 +239,8 @@ TEST_P(GpuMatmulCpuOrder, RepeatsTheCpuKernelsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(CpuOrderedFormats, GpuMatmulCpuOrder,
                          ::testing::Values(QuantType::kF32, QuantType::kF16, QuantType::kBF16,
                                            QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1,
-                                           QuantType::kQ5_0, QuantType::kQ5_1, QuantType::kIQ4_NL),
+                                           QuantType::kQ5_0, QuantType::kQ5_1, QuantType::kIQ4_NL,
+                                           QuantType::kQ2_0),
                          [](const auto& info) {
                            return std::string(quant_traits(info.param).name);
                          });

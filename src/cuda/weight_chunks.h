@@ -196,6 +196,26 @@ struct FormatQ5_1 {
   }
 };
 
+// Q2_0, 18-byte blocks of 64 weights: fp16 d, then the codes of weights j, j + 16, j + 32 and
+// j + 48 in bits 0-1, 2-3, 4-5 and 6-7 of byte j; weight = (code - 1) * d. Chunk 2b is weights
+// 0-31 of block b, chunk 2b + 1 weights 32-63.
+struct FormatQ2_0 {
+  static constexpr Format kFormat = Format::kQ2_0;
+  static constexpr Format kActivation = Format::kQ8_0;
+  STRATA_HD static IntChunk load(const uint8_t* data, int64_t row, size_t row_bytes,
+                                 int64_t chunk) {
+    const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 2) * 18;
+    const int shift = 4 * int(chunk % 2);
+    IntChunk c = chunk_detail::type0(half_to_float(load_u16(block)));
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t word = load_u32_from_halves(block + 2 + 4 * i) >> shift;
+      c.q[i] = chunk_detail::minus(word & 0x03030303u, 1);
+      c.q[i + 4] = chunk_detail::minus(word >> 2 & 0x03030303u, 1);
+    }
+    return c;
+  }
+};
+
 // IQ4_NL, 18-byte blocks: fp16 d, nibble indices into the code book (as Q4_0's nibbles).
 struct FormatIQ4_NL {
   static constexpr Format kFormat = Format::kIQ4_NL;

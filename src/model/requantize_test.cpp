@@ -193,6 +193,28 @@ TEST_F(RequantizeTest, RequantizedModelsRunCloseToTheF32Reference) {
   }
 }
 
+// Q2_0, Strata's own type: every expert row is the reference quantizer's, the file carries the
+// type id above ggml's, and the model runs.
+TEST_F(RequantizeTest, F32ToQ2_0WritesTheReferenceQuantizerAndRuns) {
+  const auto input = open_gguf(kF32Model);
+  const std::string output_path = path("q2_0.gguf");
+  const auto output = requantize(kF32Model, QuantType::kQ2_0, output_path);
+  ASSERT_TRUE(input && output);
+  int n_experts = 0;
+  for (size_t i = 0; i < input->tensors().size(); ++i) {
+    const gguf::TensorInfo& in = input->tensors()[i];
+    if (!is_expert_name(in.name)) continue;
+    ++n_experts;
+    const gguf::TensorInfo& out = output->tensors()[i];
+    EXPECT_EQ(out.type_id, 1000u) << in.name;
+    EXPECT_TRUE(std::ranges::equal(reference_requantize(*input, in, QuantType::kQ2_0),
+                                   bytes_of(*output, out)))
+        << in.name;
+  }
+  EXPECT_EQ(n_experts, 3 * 4);
+  for (const float value : run_seq16(output_path)) ASSERT_TRUE(std::isfinite(value));
+}
+
 TEST_F(RequantizeTest, RefusesKQuantsOnRowsNotAMultipleOf256) {
   RequantizeOptions options;
   options.expert_type = QuantType::kQ4_K;

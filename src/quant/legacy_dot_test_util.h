@@ -28,9 +28,10 @@ inline constexpr double kHalfSubnormalRounding = 0x1p-25;
 inline constexpr int kMaxColumns = 9;
 
 inline std::vector<int64_t> lengths(const Format& f) {
-  if (f.block_size == 32) {
+  if (f.block_size >= 32) {
     std::vector<int64_t> out;
-    for (int64_t n_blocks : {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 129}) out.push_back(32 * n_blocks);
+    for (int64_t n_blocks : {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 129})
+      out.push_back(f.block_size * n_blocks);
     return out;
   }
   std::vector<int64_t> out;
@@ -80,7 +81,8 @@ inline Reference reference(const Problem& p, int c) {
     dot += double(w[i]) * double(x[i]);
     abs_sum += std::fabs(double(w[i]) * double(x[i]));
   }
-  const bool blocks = p.weights_format->block_size == 32;
+  // One product per 32 weights for the block formats (two per Q2_0 block).
+  const bool blocks = p.weights_format->block_size >= 32;
   const int64_t n_roundings = (blocks ? p.n / 32 : p.n / 8) + kFixedRoundings;
   double tolerance = double(n_roundings) * kUnitRoundoff * abs_sum;
   if (p.activation_format->type == QuantType::kQ8_1) {
@@ -111,9 +113,9 @@ void for_each_problem(std::mt19937& rng, Check&& check) {
 
 // Every weight's quant bytes set to `fill` (its largest magnitude for 0x00 and 0xff) in a row of
 // 5 blocks, against activations of 127 and -127, where the int8 products and their int16 pair
-// sums are largest. REQUIRES: f.block_size == 32.
+// sums are largest. REQUIRES: f.block_size >= 32.
 inline Problem extreme_problem(const Format& f, uint8_t fill) {
-  const int64_t n = 32 * 5;
+  const int64_t n = f.block_size * 5;
   std::mt19937 rng(13);
   auto row = random_weights(f, n, rng);
   const int quants_start = f.fields.m_offset >= 0 ? 4 : 2;

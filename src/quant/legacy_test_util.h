@@ -1,6 +1,7 @@
-// Test helpers for the dense and 32-weight block formats: one row per format (the tests call
-// the format functions directly, not through quant_traits, so they do not depend on the other
-// formats of the library), random rows with sane scales, and dequantization into doubles.
+// Test helpers for the dense and 32-weight block formats, and for Q2_0 (64-weight blocks against
+// the same 32-weight activation blocks) where dot products are tested: one row per format (the
+// tests call the format functions directly, not through quant_traits, so they do not depend on the
+// other formats of the library), random rows with sane scales, and dequantization into doubles.
 #pragma once
 
 #include "base/fp16.h"
@@ -8,6 +9,7 @@
 #include "quant/f16.h"
 #include "quant/f32.h"
 #include "quant/iq4_nl.h"
+#include "quant/q2_0.h"
 #include "quant/q4_0.h"
 #include "quant/q4_1.h"
 #include "quant/q5_0.h"
@@ -145,11 +147,18 @@ inline const Format& format(QuantType type) {
   std::abort();
 }
 
-// The weight formats: those with dot products.
+// Q2_0 has its own quantizer tests (q2_0_test.cpp); its dot products are tested with the
+// others'.
+inline const Format kQ2_0Format = {
+    "q2_0",           QuantType::kQ2_0,    kQ2_0BlockSize,    sizeof(BlockQ2_0),  {0, -1},
+    QuantType::kQ8_0, dequantize_row_q2_0, quantize_row_q2_0, vec_dot_q2_0_scalar};
+
+// The weight formats: those with dot products, Q2_0 among them.
 inline std::vector<Format> weight_formats() {
   std::vector<Format> out;
   for (const auto& f : kFormats)
     if (f.dot_scalar) out.push_back(f);
+  out.push_back(kQ2_0Format);
   return out;
 }
 

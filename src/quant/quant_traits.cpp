@@ -5,6 +5,7 @@
 #include "quant/f32.h"
 #include "quant/iq4_nl.h"
 #include "quant/iq4_xs.h"
+#include "quant/q2_0.h"
 #include "quant/q2_k.h"
 #include "quant/q3_k.h"
 #include "quant/q4_0.h"
@@ -49,6 +50,7 @@ const std::array kTraits = {
     STRATA_FORMAT_ROW(kQ5_0, q5_0, BlockQ5_0, 32, kQ8_0),
     STRATA_FORMAT_ROW(kQ5_1, q5_1, BlockQ5_1, 32, kQ8_1),
     STRATA_FORMAT_ROW(kIQ4_NL, iq4_nl, BlockIQ4_NL, 32, kQ8_0),
+    STRATA_FORMAT_ROW(kQ2_0, q2_0, BlockQ2_0, 64, kQ8_0),
     STRATA_FORMAT_ROW(kIQ4_XS, iq4_xs, BlockIQ4_XS, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ2_K, q2_k, BlockQ2_K, 256, kQ8_K),
     STRATA_FORMAT_ROW(kQ3_K, q3_k, BlockQ3_K, 256, kQ8_K),

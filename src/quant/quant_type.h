@@ -1,10 +1,11 @@
 // Tensor formats Strata computes with: the enum (values are ggml's type ids, so a GGUF type id
-// converts directly) and one traits row per format (quant_traits.cpp). Each format lives in its
-// own file (q4_0.h/.cpp) holding the block struct, field by field, and the format's reference
-// functions: the scalar dequantizer (the specification), a quantizer, and the dot product with
-// activations in its vec_dot_type, whose numbers every backend kernel reproduces within its
-// rounding bound. Nothing here is SIMD or backend code: the CPU kernels and their table are in
-// cpu/kernels/ (format_kernels.h says how a new format plugs in there).
+// converts directly, and ids from 1000 on are Strata's own) and one traits row per format
+// (quant_traits.cpp). Each format lives in its own file (q4_0.h/.cpp) holding the block struct,
+// field by field, and the format's reference functions: the scalar dequantizer (the specification),
+// a quantizer, and the dot product with activations in its vec_dot_type, whose numbers every
+// backend kernel reproduces within its rounding bound. Nothing here is SIMD or backend code: the
+// CPU kernels and their table are in cpu/kernels/ (format_kernels.h says how a new format plugs in
+// there).
 #pragma once
 
 #include <strata/status.h>
@@ -34,6 +35,8 @@ enum class QuantType : uint32_t {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  // Strata's own formats, above ggml's ids (q2_0.h).
+  kQ2_0 = 1000,
 };
 
 // Converts `n` weights (a multiple of block_size) from blocks to floats.

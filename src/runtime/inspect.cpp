@@ -36,6 +36,22 @@ void append_config(const ModelConfig& c, std::string& out) {
                      c.renormalize_top_k ? ", weights renormalised" : "");
 }
 
+// Tensors in Strata's own formats make a file that llama.cpp refuses; the user should know
+// before sharing it.
+void append_strata_types(const gguf::GgufFile& file, std::string& out) {
+  std::map<std::string_view, int64_t> counts;
+  for (const auto& tensor : file.tensors())
+    if (gguf::is_strata_type(tensor.type_id))
+      if (const auto* type = gguf::find_tensor_type(tensor.type_id)) ++counts[type->name];
+  if (counts.empty()) return;
+  std::string types;
+  for (const auto& [name, count] : counts)
+    types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", name, count);
+  out += fmt::format(
+      "llama.cpp         cannot read this file: it holds tensors in Strata's own formats [{}]\n",
+      types);
+}
+
 }  // namespace
 
 Result<std::string> inspect_model(const std::string& path, const InspectOptions& options) {
@@ -78,6 +94,7 @@ Result<std::string> inspect_model(const std::string& path, const InspectOptions&
       fmt::format("expert units      {} layers x {} experts, {} each (layer 0), {} in all [{}]\n",
                   experts.n_layer(), experts.n_expert, format_bytes(unit),
                   format_bytes(experts.total_bytes()), types);
+  append_strata_types(*file, out);
   // O_DIRECT's usual alignment; the store asks the file's reader for the real one.
   constexpr size_t kPageBytes = 4096;
   out += experts.most_reads_per_unit(kPageBytes) == 1

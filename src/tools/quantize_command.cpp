@@ -61,7 +61,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
   command
       ->add_option("--experts", flags->expert_type,
                    "format of the routed experts: f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, "
-                   "iq4_nl, and for rows that are multiples of 256 iq4_xs, q6_k..q2_k")
+                   "iq4_nl, q2_0 (Strata's own 2-bit format, which llama.cpp cannot read), and for "
+                   "rows that are multiples of 256 iq4_xs, q6_k..q2_k")
       ->required();
   command->add_option("-t,--threads", flags->n_threads, "threads")
       ->default_str("one per core")

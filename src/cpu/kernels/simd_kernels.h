@@ -40,6 +40,10 @@ VecDotRowsKernel vec_dot_rows_q8_0_avx2, vec_dot_rows_q4_0_avx2, vec_dot_rows_q4
     vec_dot_rows_q5_0_avx2, vec_dot_rows_q5_1_avx2, vec_dot_rows_iq4_nl_avx2;
 VecDotRowsKernel vec_dot_rows_q8_0_avx512, vec_dot_rows_q4_0_avx512;
 
+// Q2_0's 64-weight blocks, two Q8_0 activation blocks each (q2_0_avx2.cpp, q2_0_avx512.cpp).
+VecDotKernel vec_dot_q2_0_avx2;
+VecDotRowsKernel vec_dot_rows_q2_0_avx2, vec_dot_rows_q2_0_avx512;
+
 // 256-weight super-block formats (k_quant_avx2.h, k_quant_type1_avx512.h,
 // k_quant_quarters_avx512.h).
 VecDotKernel vec_dot_q2_k_avx2, vec_dot_q3_k_avx2, vec_dot_q4_k_avx2, vec_dot_q5_k_avx2,
