@@ -273,9 +273,10 @@ Result<RoutingReport> measure_routing(const std::string& model_path, int64_t n_t
   Transformer transformer(model, store, *backend);
   const int64_t k = config.n_expert_used, n_layer = config.n_layer;
   std::vector<int32_t> routes(static_cast<size_t>(n_layer * n_tokens * k));  // [layer][token][k]
-  transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
-    std::copy(experts.begin(), experts.end(), routes.begin() + (layer * n_tokens + t) * k);
-  });
+  transformer.set_route_observer(
+      [&](int layer, int64_t t, std::span<const int32_t> experts, std::span<const float>) {
+        std::copy(experts.begin(), experts.end(), routes.begin() + (layer * n_tokens + t) * k);
+      });
   const std::vector<int32_t> tokens = seeded_tokens(n_tokens, config.n_vocab, seed);
   STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(n_tokens));
   std::vector<float> logits;

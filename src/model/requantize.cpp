@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <span>
 #include <vector>
 
+#include "base/check.h"
 #include "base/interrupt.h"
 #include "base/output_path.h"
 #include "base/progress.h"
@@ -16,6 +18,7 @@
 #include "gguf/tensor_types.h"
 #include "model/model.h"
 #include "model/tensor_data.h"
+#include "quant/q2_0.h"
 
 namespace strata {
 namespace {
@@ -43,6 +46,30 @@ Result<std::string> provenance(const gguf::GgufFile& input, QuantType target,
   return text;
 }
 
+// Where an expert tensor's rows belong: its layer and matrix, and the expert of its first row
+// (0 for a stack of every expert, the expert itself in the unit layout).
+struct ExpertSlices {
+  int layer = 0;
+  ExpertMatrix matrix = ExpertMatrix::kGate;
+  int first_expert = 0;
+  int64_t rows_per_expert = 1;
+};
+
+std::map<uint64_t, ExpertSlices> expert_slices(const ExpertLayout& layout) {
+  std::map<uint64_t, ExpertSlices> slices;
+  for (int l = 0; l < layout.n_layer(); ++l) {
+    const LayerExpertLayout& layer = layout.layers[size_t(l)];
+    const std::pair<const ExpertTensorLayout*, ExpertMatrix> matrices[] = {
+        {&layer.gate, ExpertMatrix::kGate},
+        {&layer.up, ExpertMatrix::kUp},
+        {&layer.down, ExpertMatrix::kDown}};
+    for (const auto& [t, matrix] : matrices)
+      for (int e = int(t->file_offsets.size()) - 1; e >= 0; --e)
+        slices[t->file_offsets[size_t(e)]] = {l, matrix, e, t->n_out};
+  }
+  return slices;
+}
+
 struct Requantizer {
   const gguf::GgufFile& input;
   const QuantTraits& target;
@@ -55,7 +82,8 @@ struct Requantizer {
 
   // Rows are independent, so any thread may take any row and the bytes never depend on the
   // thread count.
-  Status write(const gguf::TensorInfo& tensor) {
+  Status write(const gguf::TensorInfo& tensor, const ExpertSlices& slices,
+               const ExpertImportance& importance) {
     const QuantTraits& source = quant_traits(QuantType(tensor.type_id));
     const int64_t row_length = tensor.shape[0];
     const int64_t n_rows = tensor.n_elements() / row_length;
@@ -82,7 +110,17 @@ struct Requantizer {
         if (interrupted()) return;
         float* values = scratch[size_t(thread)].data();
         source.dequantize_row(source_rows + size_t(row) * source_row_bytes, values, row_length);
-        quantize_row(values, buffer.data() + size_t(row) * target_row_bytes, row_length);
+        uint8_t* out = buffer.data() + size_t(row) * target_row_bytes;
+        const std::span<const float> weights =
+            importance
+                ? importance(slices.layer, slices.matrix,
+                             slices.first_expert + int((first + row) / slices.rows_per_expert))
+                : std::span<const float>();
+        STRATA_CHECK(weights.empty() || int64_t(weights.size()) == row_length);
+        if (weights.empty())
+          quantize_row(values, out, row_length);
+        else
+          quantize_row_q2_0_weighted(values, weights.data(), out, row_length);
       });
       STRATA_RETURN_IF_ERROR(writer.write_tensor_data(buffer));
       if (progress) progress->advance(buffer.size());
@@ -99,7 +137,11 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
   const gguf::GgufFile& file = *input;
   const QuantTraits& target = quant_traits(options.expert_type);
   STRATA_ASSIGN_OR_RETURN(const auto model, Model::describe(input));
+  if (options.importance && options.expert_type != QuantType::kQ2_0)
+    return Status::errorf("importance weights apply to Q2_0 experts only, not {}",
+                          type_name(uint32_t(options.expert_type)));
   const std::set<uint64_t> expert_offsets = model->weights().experts.slice_offsets();
+  const std::map<uint64_t, ExpertSlices> slices = expert_slices(model->weights().experts);
   std::vector<bool> is_expert;
   std::vector<uint32_t> source_types;
   RequantizeSummary summary;
@@ -140,7 +182,8 @@ Result<RequantizeSummary> requantize_experts(std::shared_ptr<const gguf::GgufFil
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& tensor = file.tensors()[i];
     if (is_expert[i]) {
-      STRATA_RETURN_IF_ERROR(requantizer.write(tensor));
+      STRATA_RETURN_IF_ERROR(
+          requantizer.write(tensor, slices.at(tensor.offset), options.importance));
       continue;
     }
     std::span<const uint8_t> bytes{file.tensor_data(tensor), tensor.n_bytes};

@@ -24,7 +24,9 @@
 #include <strata/status.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "gguf/gguf_file.h"
@@ -38,8 +40,18 @@ class ProgressBar;
 // Metadata key holding e.g. "Q5_0 from Q8_0" (earlier requantizations are kept after "; ").
 inline constexpr std::string_view kRequantizeProvenanceKey = "strata.quantize.experts";
 
+enum class ExpertMatrix { kGate, kUp, kDown };
+
+// The importance of each input channel of one expert's slice for the quantizer (the mean square
+// of what that channel carries: calib/expert_calibration.h), or an empty span for none. Only
+// Q2_0 has a weighted quantizer (quantize_row_q2_0_weighted). A non-empty span holds one
+// non-negative value per element of a row.
+using ExpertImportance =
+    std::function<std::span<const float>(int layer, ExpertMatrix matrix, int expert)>;
+
 struct RequantizeOptions {
   QuantType expert_type = QuantType::kQ8_0;
+  ExpertImportance importance;      // REQUIRES: empty unless expert_type is Q2_0
   int n_threads = 0;                // 0: one per core
   bool overwrite = false;           // replace an existing output file (never the input)
   ProgressBar* progress = nullptr;  // advanced by the bytes of each tensor written; may be null

@@ -76,7 +76,8 @@ void Transformer::route(int layer, const BatchActivations& batch) {
   route_ = backend_.route(w.router, batch.normed, request);
   if (route_observer_)
     for (int64_t t = 0; t < n; ++t)
-      route_observer_(layer, t, route_.picks.subspan(size_t(t * k), size_t(k)));
+      route_observer_(layer, t, route_.picks.subspan(size_t(t * k), size_t(k)),
+                      route_.weights.subspan(size_t(t * k), size_t(k)));
   group_rows_by_expert(route_.picks, n);
 }
 

@@ -27,8 +27,10 @@
 
 namespace strata {
 
-// Called once per layer and token with the chosen experts, best first.
-using RouteObserver = std::function<void(int layer, int64_t token_index, std::span<const int32_t>)>;
+// Called once per layer and token with the chosen experts, best first, and their mixture weights.
+using RouteObserver =
+    std::function<void(int layer, int64_t token_index, std::span<const int32_t> picks,
+                       std::span<const float> weights)>;
 // Called once per layer l >= 1 and token with the read-ahead predictor's ranking for layer l
 // (made during layer l - 1, see RoutingOptions::readahead): its top experts, best first.
 using PredictionObserver =

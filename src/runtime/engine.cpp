@@ -137,12 +137,13 @@ Status start_transformer(Engine::Impl& engine) {
   engine.transformer->set_routing(
       routing_options(options, config, engine.model().weights().experts));
   // Usage counts feed the warm-start file; the callback, `strata trace`.
-  engine.transformer->set_route_observer(
-      [&engine](int layer, int64_t index, std::span<const int32_t> experts) {
-        for (int32_t e : experts) engine.usage.add(layer, e);
-        if (engine.running.route && *engine.running.route)
-          (*engine.running.route)(layer, engine.running.batch_start + index, experts);
-      });
+  engine.transformer->set_route_observer([&engine](int layer, int64_t index,
+                                                   std::span<const int32_t> experts,
+                                                   std::span<const float>) {
+    for (int32_t e : experts) engine.usage.add(layer, e);
+    if (engine.running.route && *engine.running.route)
+      (*engine.running.route)(layer, engine.running.batch_start + index, experts);
+  });
   return Status();
 }
 

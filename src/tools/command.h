@@ -37,6 +37,7 @@ void add_fit_predictor_command(CLI::App& app, Action& action);
 void add_cachesim_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
+void add_calibrate_command(CLI::App& app, Action& action);
 void add_repack_command(CLI::App& app, Action& action);
 void add_split_command(CLI::App& app, Action& action);
 

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   add_fit_predictor_command(app, action);
   add_cachesim_command(app, action);
   add_eval_command(app, action);
+  add_calibrate_command(app, action);
   add_quantize_command(app, action);
   add_repack_command(app, action);
   add_split_command(app, action);

@@ -9,17 +9,50 @@
 #include <memory>
 
 #include "base/progress.h"
+#include "calib/calibration_file.h"
+#include "calib/expert_calibration.h"
 #include "model/requantize.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
 #include "tools/model_rewrite_flags.h"
+#include "tools/output_files.h"
 
 namespace strata::tools {
 namespace {
 
 struct QuantizeFlags : ModelRewriteFlags {
   std::string expert_type;
+  std::string calib_path;
   int n_threads = 0;
+};
+
+// E[x^2] of each layer's routed tokens, pooled over its experts (weighted by their token counts),
+// for gate and up; each expert's own E[h^2] for down.
+struct Importance {
+  ExpertCalibration calibration;
+  std::vector<std::vector<float>> layer_inputs;  // [n_layer][n_embd]
+
+  explicit Importance(ExpertCalibration c) : calibration(std::move(c)) {
+    const CalibratedModel& m = calibration.model;
+    for (const LayerCalibration& layer : calibration.layers) {
+      std::vector<double> sum(size_t(m.n_embd), 0.0);
+      double tokens = 0;
+      for (int64_t e = 0; e < m.n_expert; ++e) {
+        const double n = double(layer.tokens[size_t(e)]);
+        tokens += n;
+        for (int64_t i = 0; i < m.n_embd; ++i)
+          sum[size_t(i)] += n * layer.input_mean_square[size_t(e * m.n_embd + i)];
+      }
+      std::vector<float>& pooled = layer_inputs.emplace_back(size_t(m.n_embd));
+      for (int64_t i = 0; i < m.n_embd; ++i)
+        pooled[size_t(i)] = tokens > 0 ? float(sum[size_t(i)] / tokens) : 0.0f;
+    }
+  }
+
+  std::span<const float> operator()(int layer, ExpertMatrix matrix, int expert) const {
+    if (matrix == ExpertMatrix::kDown) return calibration.hidden_mean_square(layer, expert);
+    return layer_inputs[size_t(layer)];
+  }
 };
 
 double mebibytes(uint64_t bytes) { return double(bytes) / 1048576; }
@@ -27,10 +60,31 @@ double mebibytes(uint64_t bytes) { return double(bytes) / 1048576; }
 int quantize(const QuantizeFlags& flags) {
   const auto type = parse_quant_type(flags.expert_type);
   if (!type.ok()) return report_failure(type.status().with_prefix("quantize: --experts"));
+  CommandInputs inputs;
+  inputs.add_model(flags.input_path).add_file("the calibration", flags.calib_path);
+  if (const Status status = inputs.check_outputs({flags.output_path}, flags.force); !status.ok())
+    return report_failure(status);
   RequantizeOptions options;
   options.expert_type = type.value();
   options.n_threads = flags.n_threads;
   options.overwrite = flags.force;
+  std::shared_ptr<const Importance> importance;
+  if (!flags.calib_path.empty()) {
+    if (type.value() != QuantType::kQ2_0)
+      return report_failure(Status::error("quantize: --calib applies to --experts q2_0 only"));
+    auto calibration = read_calibration(flags.calib_path);
+    if (!calibration.ok()) return report_failure(calibration.status());
+    const auto model = calibrated_model(flags.input_path);
+    if (!model.ok()) return report_failure(model.status());
+    if (const Status matches = check_calibration_matches(calibration.value(), flags.calib_path,
+                                                         model.value(), flags.input_path);
+        !matches.ok())
+      return report_failure(matches);
+    importance = std::make_shared<const Importance>(std::move(calibration.value()));
+    options.importance = [importance](int layer, ExpertMatrix matrix, int expert) {
+      return (*importance)(layer, matrix, expert);
+    };
+  }
   Result<RequantizeSummary> summary = Status::error("not run");
   {
     // Sized by the input, which the output roughly matches.
@@ -64,6 +118,11 @@ void add_quantize_command(CLI::App& app, Action& action) {
                    "iq4_nl, q2_0 (Strata's own 2-bit format, which llama.cpp cannot read), and for "
                    "rows that are multiples of 256 iq4_xs, q6_k..q2_k")
       ->required();
+  command
+      ->add_option("--calib", flags->calib_path,
+                   "calibration of this model (strata calibrate): Q2_0 blocks minimize the error "
+                   "weighted by what each input channel carries")
+      ->check(CLI::ExistingFile);
   command->add_option("-t,--threads", flags->n_threads, "threads")
       ->default_str("one per core")
       ->check(compute_threads());
