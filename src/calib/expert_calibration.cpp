@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "base/progress.h"
+#include "calib/float_expert.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
 #include "experts/resident_expert_store.h"
@@ -40,32 +41,6 @@ CalibratedModel identity_of(const Model& model) {
   const ModelConfig& c = model.config();
   return {c.arch,     c.n_layer,       c.n_embd,         c.n_ff_expert,
           c.n_expert, c.n_expert_used, sha256_hex(model)};
-}
-
-// Eight partial sums: the compiler keeps them in vector lanes (a single sum is one long chain).
-float dot(const float* a, const float* b, int64_t n) {
-  float partial[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * b[i + j];
-  float sum = 0.0f;
-  for (; i < n; ++i) sum += a[i] * b[i];
-  for (float p : partial) sum += p;
-  return sum;
-}
-
-// One expert's three matrices as floats, rows of n_in.
-struct FloatExpert {
-  std::vector<float> gate, up, down;
-};
-
-void dequantize_slice(const ExpertTensorLayout& t, int expert, std::vector<float>& out) {
-  const QuantTraits& traits = quant_traits(t.type);
-  out.resize(size_t(t.n_in * t.n_out));
-  const uint8_t* rows = t.resident[size_t(expert)];
-  for (int64_t r = 0; r < t.n_out; ++r)
-    traits.dequantize_row(rows + size_t(r) * traits.row_bytes(t.n_in), out.data() + r * t.n_in,
-                          t.n_in);
 }
 
 // One window's routing of one layer, as the observers saw it.
@@ -166,15 +141,12 @@ class Collector {
  private:
   struct Scratch {
     FloatExpert expert;
-    std::vector<float> gate, up, hidden, output;
+    std::vector<float> hidden, output;
   };
 
   void add_expert(int layer, int e, const LayerRecord& record, const std::vector<int64_t>& pairs,
                   int64_t first, Scratch& scratch) {
-    const LayerExpertLayout& layout = model_.weights().experts.layers[size_t(layer)];
-    dequantize_slice(layout.gate, e, scratch.expert.gate);
-    dequantize_slice(layout.up, e, scratch.expert.up);
-    dequantize_slice(layout.down, e, scratch.expert.down);
+    scratch.expert.load(model_.weights().experts.layers[size_t(layer)], e);
     const int64_t n_embd = c_.n_embd, n_ff = c_.n_ff_expert, k = c_.n_expert_used;
     scratch.hidden.resize(size_t(n_ff));
     scratch.output.resize(size_t(n_embd));
@@ -185,18 +157,11 @@ class Collector {
       const int64_t t = p / k;
       const float* x = record.inputs.data() + t * n_embd;
       for (int64_t i = 0; i < n_embd; ++i) x2[i] += double(x[i]) * x[i];
-      for (int64_t f = 0; f < n_ff; ++f) {
-        const float g = dot(scratch.expert.gate.data() + f * n_embd, x, n_embd);
-        const float u = dot(scratch.expert.up.data() + f * n_embd, x, n_embd);
-        scratch.hidden[size_t(f)] = g / (1.0f + std::exp(-g)) * u;
+      scratch.expert.compute(x, scratch.hidden.data(), scratch.output.data());
+      for (int64_t f = 0; f < n_ff; ++f)
         h2[f] += double(scratch.hidden[size_t(f)]) * scratch.hidden[size_t(f)];
-      }
       double norm2 = 0.0;
-      for (int64_t o = 0; o < n_embd; ++o) {
-        scratch.output[size_t(o)] =
-            dot(scratch.expert.down.data() + o * n_ff, scratch.hidden.data(), n_ff);
-        norm2 += double(scratch.output[size_t(o)]) * scratch.output[size_t(o)];
-      }
+      for (float v : scratch.output) norm2 += double(v) * v;
       sums.weighted_norm[size_t(e)] += double(record.weights[size_t(p)]) * std::sqrt(norm2);
       ++sums.tokens[size_t(e)];
       if (const int64_t s = sample_of(first + t); s >= 0) {
@@ -215,17 +180,6 @@ class Collector {
   std::vector<LayerCalibration> layers_;
   std::vector<Scratch> scratch_;
 };
-
-Status check_readable(const Model& model) {
-  for (const LayerExpertLayout& layer : model.weights().experts.layers)
-    for (const ExpertTensorLayout* t : {&layer.gate, &layer.up, &layer.down})
-      if (t->grouped_in_file || t->resident.empty())
-        return Status::errorf(
-            "{}: calibrate reads expert rows in GGUF order; this file stores them in row groups "
-            "(strata repack --grouped): calibrate the file it was made from",
-            model.file().name());
-  return Status();
-}
 
 }  // namespace
 
@@ -251,7 +205,7 @@ Result<ExpertCalibration> calibrate_experts(const std::string& model_path,
                                             const CalibrationOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(model_path));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
-  STRATA_RETURN_IF_ERROR(check_readable(*model));
+  STRATA_RETURN_IF_ERROR(check_experts_readable(*model));
   const ModelConfig& c = model->config();
   int64_t total = 0;
   for (const auto& sequence : sequences) total += int64_t(sequence.size());

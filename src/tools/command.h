@@ -38,6 +38,7 @@ void add_cachesim_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
+void add_heal_command(CLI::App& app, Action& action);
 void add_repack_command(CLI::App& app, Action& action);
 void add_split_command(CLI::App& app, Action& action);
 

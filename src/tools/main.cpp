@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   add_eval_command(app, action);
   add_calibrate_command(app, action);
   add_quantize_command(app, action);
+  add_heal_command(app, action);
   add_repack_command(app, action);
   add_split_command(app, action);
   try {
