@@ -66,9 +66,10 @@ std::vector<int32_t> ModelRunner::routes(const std::vector<int32_t>& tokens,
               router_inputs.begin() + ptrdiff_t((layer * n + seen[size_t(layer)]) * config.n_embd));
     seen[size_t(layer)] += n_tokens;
   });
-  transformer.set_route_observer([&](int layer, int64_t t, std::span<const int32_t> experts) {
-    std::copy(experts.begin(), experts.end(), result.begin() + (layer * n + t) * k);
-  });
+  transformer.set_route_observer(
+      [&](int layer, int64_t t, std::span<const int32_t> experts, std::span<const float>) {
+        std::copy(experts.begin(), experts.end(), result.begin() + (layer * n + t) * k);
+      });
   const auto cache = value_or_throw(backend_->make_kv_cache(n));
   std::vector<float> logits;
   throw_if_error(transformer.forward(tokens, 0, *cache, false, logits));
