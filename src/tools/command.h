@@ -39,6 +39,7 @@ void add_eval_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_heal_command(CLI::App& app, Action& action);
+void add_prune_command(CLI::App& app, Action& action);
 void add_repack_command(CLI::App& app, Action& action);
 void add_split_command(CLI::App& app, Action& action);
 

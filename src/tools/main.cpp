@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, action);
   add_quantize_command(app, action);
   add_heal_command(app, action);
+  add_prune_command(app, action);
   add_repack_command(app, action);
   add_split_command(app, action);
   try {
