@@ -5,7 +5,9 @@
 #
 #   frontier.{md,json,svg}  mean KLD, top-1 and PPL for the experts (only) requantized from F16
 #                           to Q8_0, Q5_0, IQ4_NL, Q4_0 and Q2_0: plain, importance-weighted
-#                           (--calib), healed, and both
+#                           (--calib), healed, and both; and pruned to 48 and 32 experts per
+#                           layer, alone (F16 experts), with Q4_0 and with healed Q2_0
+#   prune-saliency.md       the pruning criteria side by side at 48 and 32 experts
 #   heal-compare.md         plain Q2_0 against healed Q2_0, paired bootstrap per domain
 #   importance-compare.md   plain Q2_0 against importance-weighted Q2_0, likewise
 #   heal.txt                the scales heal chose per layer and their held-out errors
@@ -54,6 +56,30 @@ score experts-Q2_0-healed "$work/Q2_0-healed.gguf"
 "$strata" heal -m "$work/Q2_0-weighted.gguf" --calib "$work/tiny.calib" \
   -o "$work/Q2_0-weighted-healed.gguf" 2>/dev/null
 score experts-Q2_0-weighted-healed "$work/Q2_0-weighted-healed.gguf"
+
+# Pruning: the F16 model pruned, then (with a calibration of the pruned model, whose routers
+# differ) its experts quantized and healed.
+saliency_records=()
+for keep in 48 32; do
+  for saliency in total reap usage; do
+    "$strata" prune -m "$f16" --calib "$work/tiny.calib" --keep "$keep" --saliency "$saliency" \
+      -o "$work/pruned-$saliency-$keep.gguf" 2>/dev/null
+    run -m "$work/pruned-$saliency-$keep.gguf" --batch --ref-logits "$work/ref" \
+      -o "$out/records/pruned-$keep-$saliency.json" >/dev/null
+    saliency_records+=("$out/records/pruned-$keep-$saliency.json")
+  done
+  pruned=$work/pruned-total-$keep.gguf
+  records+=("$out/records/pruned-$keep-total.json")
+  "$strata" calibrate -m "$pruned" $(printf -- "-f %s " "$eval_dir"/*.jsonl) \
+    --exclude-suite "$suite" -o "$work/pruned-$keep.calib" 2>/dev/null
+  "$strata" quantize -m "$pruned" --experts Q4_0 -o "$work/pruned-$keep-Q4_0.gguf" 2>/dev/null
+  score "pruned-$keep-Q4_0" "$work/pruned-$keep-Q4_0.gguf"
+  "$strata" quantize -m "$pruned" --experts Q2_0 -o "$work/pruned-$keep-Q2_0.gguf" 2>/dev/null
+  "$strata" heal -m "$work/pruned-$keep-Q2_0.gguf" --calib "$work/pruned-$keep.calib" \
+    -o "$work/pruned-$keep-Q2_0-healed.gguf" 2>/dev/null
+  score "pruned-$keep-Q2_0-healed" "$work/pruned-$keep-Q2_0-healed.gguf"
+done
+"$strata" eval table "${saliency_records[@]}" --md "$out/prune-saliency.md" --force >/dev/null
 
 "$strata" eval table "${records[@]}" -o "$out/frontier.json" --md "$out/frontier.md" \
   --bars "$out/frontier.svg" --force >/dev/null

@@ -56,6 +56,16 @@ std::string last_line(const std::string& text) {
   return trimmed.substr(trimmed.rfind('\n') == std::string::npos ? 0 : trimmed.rfind('\n') + 1);
 }
 
+void expect_one_line_errors(const ErrorCases& cases) {
+  for (const auto& [arguments, expected] : cases) {
+    const auto outcome = strata(arguments);
+    EXPECT_EQ(outcome.exit_code, 1) << arguments;
+    const std::string line = last_line(outcome.err);
+    EXPECT_EQ(line.rfind("strata: ", 0), 0u) << arguments << "\n" << outcome.err;
+    EXPECT_NE(line.find(expected), std::string::npos) << arguments << "\n" << line;
+  }
+}
+
 namespace {
 
 std::string file_text(const fs::path& path) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::testing {
@@ -31,6 +32,11 @@ Outcome shell(const std::string& command_line);
 
 // The last line of `text`: where a failing command says what went wrong.
 std::string last_line(const std::string& text);
+
+// Command lines and a text each one's error must hold.
+using ErrorCases = std::vector<std::pair<std::string, std::string>>;
+// Each command exits 1 with one line "strata: ..." last on stderr that holds the expected text.
+void expect_one_line_errors(const ErrorCases& cases);
 
 // `strata ARGUMENTS...` started without waiting for it (posix_spawn, no shell), for sending it
 // signals: its stdout and stderr go to files, its stdin is a pipe this process writes.

@@ -18,6 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using testing::ErrorCases;
+using testing::expect_one_line_errors;
 using testing::last_line;
 using testing::scratch;
 using testing::strata;
@@ -28,19 +30,6 @@ TEST(Cli, GeneratesWithTheBundledModel) {
   const auto outcome = strata("run -m " + kModel + " -p 'int main(' -n 8 --temp 0");
   EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
   EXPECT_GT(outcome.out.size(), std::string("int main(").size());
-}
-
-using ErrorCases = std::vector<std::pair<std::string, std::string>>;
-
-// Each command exits 1 with one line "strata: ..." last on stderr that holds the expected text.
-void expect_one_line_errors(const ErrorCases& cases) {
-  for (const auto& [arguments, expected] : cases) {
-    const auto outcome = strata(arguments);
-    EXPECT_EQ(outcome.exit_code, 1) << arguments;
-    const std::string line = last_line(outcome.err);
-    EXPECT_EQ(line.rfind("strata: ", 0), 0u) << arguments << "\n" << outcome.err;
-    EXPECT_NE(line.find(expected), std::string::npos) << arguments << "\n" << line;
-  }
 }
 
 TEST(Cli, BadInputIsOneLineAndExitCodeOne) {

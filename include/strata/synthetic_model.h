@@ -21,6 +21,7 @@ struct SyntheticModelOptions {
   std::string arch = "qwen3moe";  // qwen3moe or qwen2moe
   std::string preset = "tiny";    // see synthetic_presets(): tiny, small, 30b-a3b, ...
   std::string type = "q4_0";      // format of the 2-D weights; routers and norms stay F32
+  std::string expert_type;        // format of the routed experts; empty: `type`
   uint64_t seed = 1;
   std::string output_path;  // a regular file: the model is read back before it is renamed there
   // Tokenizer to copy (any GGUF with tokenizer.ggml.* keys); empty: a byte-level vocabulary.

@@ -201,6 +201,10 @@ Status make_synthetic_model(const SyntheticModelOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const SyntheticShape* shape, find_shape(options));
   STRATA_ASSIGN_OR_RETURN(const QuantType type, parse_quant_type(options.type));
   STRATA_RETURN_IF_ERROR(check_format(*shape, type));
+  STRATA_ASSIGN_OR_RETURN(
+      const QuantType expert_type,
+      parse_quant_type(options.expert_type.empty() ? options.type : options.expert_type));
+  STRATA_RETURN_IF_ERROR(check_format(*shape, expert_type));
   VocabData vocab = byte_vocab();
   if (!options.vocab_path.empty()) {
     STRATA_ASSIGN_OR_RETURN(vocab, copied_vocab(options.vocab_path));
@@ -217,18 +221,20 @@ Status make_synthetic_model(const SyntheticModelOptions& options) {
                     fmt::format("strata-synthetic-{}-{}", shape->arch, shape->preset));
   writer.set_string(
       "general.description",
-      nlohmann::json{{"generator", "strata make-model"},
-                     {"arch", options.arch},
-                     {"preset", options.preset},
-                     {"type", options.type},
-                     {"seed", options.seed},
-                     {"vocab", options.vocab_path.empty() ? "byte-level" : options.vocab_path}}
+      nlohmann::json{
+          {"generator", "strata make-model"},
+          {"arch", options.arch},
+          {"preset", options.preset},
+          {"type", options.type},
+          {"expert_type", options.expert_type.empty() ? options.type : options.expert_type},
+          {"seed", options.seed},
+          {"vocab", options.vocab_path.empty() ? "byte-level" : options.vocab_path}}
           .dump());
   set_hyper_parameters(writer, *shape);
   STRATA_RETURN_IF_ERROR(set_vocab(writer, std::move(vocab), shape->n_vocab,
                                    options.vocab_path.empty() ? "byte-level" : options.vocab_path));
 
-  const auto tensors = weights.tensors(type);
+  const auto tensors = weights.tensors(type, expert_type);
   uint64_t total_bytes = 0;
   for (const auto& tensor : tensors) {
     STRATA_ASSIGN_OR_RETURN(const uint64_t bytes,

@@ -35,6 +35,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "quant/q2_0.h"
 #include "quant/q4_0.h"
 #include "quant/q4_k.h"
 
@@ -94,6 +95,88 @@ const std::array<int8_t, 256>& code_table() {
     return t;
   }();
   return table;
+}
+
+// Codes drawn from the table, 8 bits each from the row's generator; the anchor column's are 0.
+struct CodeStream {
+  RowRandom& random;
+  const std::array<int8_t, 256>& codes;
+  int64_t zero_column;
+  uint64_t bits = 0;
+  int left = 0;
+
+  int next(int64_t column) {
+    if (left == 0) {
+      bits = random.bits();
+      left = 8;
+    }
+    const int code = codes[bits & 0xff];
+    bits >>= 8;
+    --left;
+    return column == zero_column ? 0 : code;
+  }
+};
+
+void write_q4_0_blocks(int64_t n, float d, CodeStream& codes, uint8_t* out) {
+  auto* blocks = reinterpret_cast<BlockQ4_0*>(out);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    BlockQ4_0& block = blocks[b];
+    block.d = fp32_to_fp16(d);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = codes.next(b * 32 + j) + 8, hi = codes.next(b * 32 + j + 16) + 8;
+      block.qs[j] = uint8_t(lo | (hi << 4));
+    }
+  }
+}
+
+// The Gaussian codes (std kCodeStd) rounded onto {-1, 0, 1, 2} at a step of kCodeStd, the
+// scale's sign drawn per block so that the long side of the grid falls either way.
+void write_q2_0_blocks(int64_t n, float std, CodeStream& codes, uint8_t* out) {
+  auto* blocks = reinterpret_cast<BlockQ2_0*>(out);
+  for (int64_t b = 0; b < n / 64; ++b) {
+    BlockQ2_0& block = blocks[b];
+    const float sign = (codes.random.bits() & 1) ? -1.0f : 1.0f;
+    block.d = fp32_to_fp16(sign * std);
+    std::memset(block.qs, 0, sizeof block.qs);
+    for (int j = 0; j < 64; ++j) {
+      const int q = std::clamp(int(std::lround(double(codes.next(b * 64 + j)) / kCodeStd)), -1, 2);
+      block.qs[j % 16] = uint8_t(block.qs[j % 16] | (q + 1) << (2 * (j / 16)));
+    }
+  }
+}
+
+// Q4_K: w = d * scale * q - dmin * min with min = scale and dmin = 8 d, so w = d * scale *
+// (q - 8): symmetric codes, with a 6-bit scale per 32 weights as real Q4_K files have.
+void write_q4_k_blocks(int64_t n, float std, CodeStream& codes, uint8_t* out) {
+  auto* blocks = reinterpret_cast<BlockQ4_K*>(out);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    BlockQ4_K& block = blocks[b];
+    uint8_t scales[8];
+    double mean_scale = 0;
+    for (int s = 0; s < 8; ++s) {
+      scales[s] = uint8_t(32 + (codes.random.bits() & 31));
+      mean_scale += scales[s] / 8.0;
+    }
+    const float d = std / float(kCodeStd * mean_scale);
+    block.d = fp32_to_fp16(d);
+    block.dmin = fp32_to_fp16(8.0f * fp16_to_fp32(block.d));
+    // 6-bit packing (ggml get_scale_min_k4): sub-blocks 0-3 in the low 6 bits of bytes 0-3
+    // (scale) and 4-7 (min); sub-blocks 4-7 split into low nibbles in bytes 8-11 and their top
+    // two bits in the high bits of bytes 0-7.
+    for (int s = 0; s < 4; ++s) {
+      block.scales[s] = uint8_t(scales[s] | ((scales[s + 4] >> 4) << 6));
+      block.scales[s + 4] = uint8_t(scales[s] | ((scales[s + 4] >> 4) << 6));
+      block.scales[s + 8] = uint8_t((scales[s + 4] & 15) | ((scales[s + 4] & 15) << 4));
+    }
+    // Quants: 64-weight groups, the low nibbles of 32 bytes hold weights 0-31 of the group,
+    // the high nibbles weights 32-63.
+    for (int group = 0; group < 4; ++group)
+      for (int j = 0; j < 32; ++j) {
+        const int64_t column = b * 256 + group * 64 + j;
+        const int lo = codes.next(column) + 8, hi = codes.next(column + 32) + 8;
+        block.qs[group * 32 + j] = uint8_t(lo | (hi << 4));
+      }
+  }
 }
 
 // Score of a recency head at distance 0 (the q/k norm weights or biases scale q and k to it).
@@ -204,7 +287,8 @@ SyntheticWeights::SyntheticWeights(const SyntheticShape& shape, uint64_t seed)
   }
 }
 
-std::vector<SyntheticTensor> SyntheticWeights::tensors(QuantType type) const {
+std::vector<SyntheticTensor> SyntheticWeights::tensors(QuantType type,
+                                                       QuantType expert_type) const {
   using K = SyntheticTensorKind;
   const auto& s = shape_;
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
@@ -231,11 +315,11 @@ std::vector<SyntheticTensor> SyntheticWeights::tensors(QuantType type) const {
     add(name("ffn_norm.weight"), K::kNorm, l, {s.n_embd}, QuantType::kF32);
     add(name("ffn_gate_inp.weight"), K::kRouter, l, {s.n_embd, s.n_expert}, QuantType::kF32);
     add(name("ffn_gate_exps.weight"), K::kExpertGateUp, l, {s.n_embd, s.n_ff_expert, s.n_expert},
-        type);
+        expert_type);
     add(name("ffn_up_exps.weight"), K::kExpertGateUp, l, {s.n_embd, s.n_ff_expert, s.n_expert},
-        type);
+        expert_type);
     add(name("ffn_down_exps.weight"), K::kExpertDown, l, {s.n_ff_expert, s.n_embd, s.n_expert},
-        type);
+        expert_type);
     if (s.n_ff_shared > 0) {
       add(name("ffn_gate_inp_shexp.weight"), K::kSharedGateInput, l, {s.n_embd}, QuantType::kF32);
       add(name("ffn_gate_shexp.weight"), K::kExpertGateUp, l, {s.n_embd, s.n_ff_shared}, type);
@@ -338,7 +422,8 @@ void SyntheticWeights::fill_row(const SyntheticTensor& tensor, int64_t row, floa
 bool SyntheticWeights::has_direct_blocks(const SyntheticTensor& tensor) {
   const bool expert = tensor.kind == SyntheticTensorKind::kExpertGateUp ||
                       tensor.kind == SyntheticTensorKind::kExpertDown;
-  return expert && (tensor.type == QuantType::kQ4_0 || tensor.type == QuantType::kQ4_K);
+  return expert && (tensor.type == QuantType::kQ4_0 || tensor.type == QuantType::kQ4_K ||
+                    tensor.type == QuantType::kQ2_0);
 }
 
 void SyntheticWeights::fill_row_blocks(const SyntheticTensor& tensor, int64_t row,
@@ -347,67 +432,19 @@ void SyntheticWeights::fill_row_blocks(const SyntheticTensor& tensor, int64_t ro
   const int64_t n = tensor.shape[0];
   const int64_t unit = row % tensor.shape[1];
   RowRandom random(row_seed(tensor, row));
-  const auto& codes = code_table();
   // The same statistics as fill_row: gate/up read every column but the anchor; down rows of
   // the anchor, context and token-identity dimensions are zero.
   const bool down = tensor.kind == SyntheticTensorKind::kExpertDown;
   const bool zero_row = down && unit < first_mixed_dim_;
   const float std = down ? 0.5f / std::sqrt(float(n)) : 1.0f / std::sqrt(float(shape_.n_embd));
-  const int64_t zero_column = (!down && anchor_) ? 0 : -1;
-  auto draw = [&](int64_t column, uint64_t& bits, int& left) -> int {
-    if (left == 0) {
-      bits = random.bits();
-      left = 8;
-    }
-    const int code = codes[bits & 0xff];
-    bits >>= 8;
-    --left;
-    return column == zero_column ? 0 : code;
-  };
-  uint64_t bits = 0;
-  int left = 0;
-  if (tensor.type == QuantType::kQ4_0) {
-    auto* blocks = reinterpret_cast<BlockQ4_0*>(out);
-    for (int64_t b = 0; b < n / 32; ++b) {
-      BlockQ4_0& block = blocks[b];
-      block.d = fp32_to_fp16(zero_row ? 0.0f : std / kCodeStd);
-      for (int j = 0; j < 16; ++j) {
-        const int lo = draw(b * 32 + j, bits, left) + 8, hi = draw(b * 32 + j + 16, bits, left) + 8;
-        block.qs[j] = uint8_t(lo | (hi << 4));
-      }
-    }
-    return;
-  }
-  // Q4_K: w = d * scale * q - dmin * min with min = scale and dmin = 8 d, so w = d * scale *
-  // (q - 8): symmetric codes, with a 6-bit scale per 32 weights as real Q4_K files have.
-  auto* blocks = reinterpret_cast<BlockQ4_K*>(out);
-  for (int64_t b = 0; b < n / 256; ++b) {
-    BlockQ4_K& block = blocks[b];
-    uint8_t scales[8];
-    double mean_scale = 0;
-    for (int s = 0; s < 8; ++s) {
-      scales[s] = uint8_t(32 + (random.bits() & 31));
-      mean_scale += scales[s] / 8.0;
-    }
-    const float d = zero_row ? 0.0f : std / float(kCodeStd * mean_scale);
-    block.d = fp32_to_fp16(d);
-    block.dmin = fp32_to_fp16(8.0f * fp16_to_fp32(block.d));
-    // 6-bit packing (ggml get_scale_min_k4): sub-blocks 0-3 in the low 6 bits of bytes 0-3
-    // (scale) and 4-7 (min); sub-blocks 4-7 split into low nibbles in bytes 8-11 and their top
-    // two bits in the high bits of bytes 0-7.
-    for (int s = 0; s < 4; ++s) {
-      block.scales[s] = uint8_t(scales[s] | ((scales[s + 4] >> 4) << 6));
-      block.scales[s + 4] = uint8_t(scales[s] | ((scales[s + 4] >> 4) << 6));
-      block.scales[s + 8] = uint8_t((scales[s + 4] & 15) | ((scales[s + 4] & 15) << 4));
-    }
-    // Quants: 64-weight groups, the low nibbles of 32 bytes hold weights 0-31 of the group,
-    // the high nibbles weights 32-63.
-    for (int group = 0; group < 4; ++group)
-      for (int j = 0; j < 32; ++j) {
-        const int64_t column = b * 256 + group * 64 + j;
-        const int lo = draw(column, bits, left) + 8, hi = draw(column + 32, bits, left) + 8;
-        block.qs[group * 32 + j] = uint8_t(lo | (hi << 4));
-      }
+  CodeStream codes{random, code_table(), (!down && anchor_) ? 0 : -1};
+  switch (tensor.type) {
+    case QuantType::kQ4_0:
+      return write_q4_0_blocks(n, zero_row ? 0.0f : std / kCodeStd, codes, out);
+    case QuantType::kQ2_0:
+      return write_q2_0_blocks(n, zero_row ? 0.0f : std, codes, out);
+    default:
+      return write_q4_k_blocks(n, zero_row ? 0.0f : std, codes, out);
   }
 }
 

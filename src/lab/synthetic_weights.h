@@ -57,13 +57,14 @@ class SyntheticWeights {
   void set_router_gains(int64_t layer, RouterGains gains) { router_gains_[size_t(layer)] = gains; }
   const SyntheticShape& shape() const { return shape_; }
 
-  // The tensors of the model in file order, 2-D weights in `type` (routers and 1-D weights
-  // in F32).
-  std::vector<SyntheticTensor> tensors(QuantType type) const;
+  // The tensors of the model in file order, 2-D weights in `type` but the routed experts in
+  // `expert_type` (routers and 1-D weights in F32).
+  std::vector<SyntheticTensor> tensors(QuantType type, QuantType expert_type) const;
+  std::vector<SyntheticTensor> tensors(QuantType type) const { return tensors(type, type); }
 
   // Fills one row (shape[0] floats) of a tensor.
   void fill_row(const SyntheticTensor& tensor, int64_t row, float* out) const;
-  // Writes one row of an expert tensor directly as Q4_0 or Q4_K blocks with the same
+  // Writes one row of an expert tensor directly as Q4_0, Q4_K or Q2_0 blocks with the same
   // statistics as fill_row's, without a float detour (the quantizers are the bottleneck of a
   // 17 GB model otherwise). REQUIRES: has_direct_blocks(tensor).
   static bool has_direct_blocks(const SyntheticTensor& tensor);

@@ -51,6 +51,8 @@ void add_make_model_command(CLI::App& app, Action& action) {
   command->add_option("--arch", o.arch, "qwen3moe or qwen2moe");
   command->add_option("--preset", o.preset, "shape preset (see --list)");
   command->add_option("--type", o.type, "format of the 2-D weights: q4_0, q4_k, q8_0, f16, ...");
+  command->add_option("--expert-type", o.expert_type, "format of the routed experts (e.g. q2_0)")
+      ->default_str("--type");
   add_seed_option(command, "--seed", o.seed, "seed", "weights are a function of the seed");
   command->add_option("-o,--output", o.output_path, "output GGUF file");
   command->add_option("--vocab", o.vocab_path, "copy the tokenizer of this GGUF")
