@@ -204,22 +204,29 @@ constexpr int kOrderedRowsPerBlock{kOrderedWarps * (kWarpSize / kPartsOf<F>)};
 // the latency of every one of those loads). Rows are 1, or 8 for Q4_0 in row groups, to a unit
 // of the layout.
 template <class F>
-constexpr int kChunkBytesOf = std::is_same_v<F, FormatF32>                                    ? 128
-                              : std::is_same_v<F, FormatF16> || std::is_same_v<F, FormatBF16> ? 64
-                              : F::kFormat == Format::kQ8_0                                   ? 34
-                              : F::kFormat == Format::kQ4_1                                   ? 20
-                              : F::kFormat == Format::kQ5_0                                   ? 22
-                              : F::kFormat == Format::kQ5_1                                   ? 24
-                                                                                              : 18;
+constexpr int kChunkBytesOf =
+    std::is_same_v<F, FormatF32>                                    ? 128
+    : std::is_same_v<F, FormatF16> || std::is_same_v<F, FormatBF16> ? 64
+    : F::kFormat == Format::kQ8_0                                   ? 34
+    : F::kFormat == Format::kQ4_1                                   ? 20
+    : F::kFormat == Format::kQ5_0                                   ? 22
+    : F::kFormat == Format::kQ5_1                                   ? 24
+    // Half an 18-byte block: tiles start at even chunks (a multiple of 8).
+    : F::kFormat == Format::kQ2_0 ? 9
+                                  : 18;
 template <class F>
 constexpr int kRowsPerUnit = kGroupedQ4_0<F> ? 8 : 1;
 constexpr int kStageBytes = 18432;
 // Chunks per tile: a multiple of 8, so that a tile of the 32-weight formats is whole 16-byte words.
+// The activations take shared memory per chunk too: a tile holds no more chunks than one of an
+// 18-byte format (Q2_0's 9 bytes a chunk would double the activations' share past the limit).
 template <class F>
-constexpr int kTileChunksOf = kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 * 8 > 8
-                                  ? kStageBytes / (kOrderedRowsPerBlock<F> * kChunkBytesOf<F>) / 8 *
-                                        8
-                                  : 8;
+constexpr int kTileChunkBytesOf = kChunkBytesOf<F> < 18 ? 18 : kChunkBytesOf<F>;
+template <class F>
+constexpr int kTileChunksOf =
+    kStageBytes / (kOrderedRowsPerBlock<F> * kTileChunkBytesOf<F>) / 8 * 8 > 8
+        ? kStageBytes / (kOrderedRowsPerBlock<F> * kTileChunkBytesOf<F>) / 8 * 8
+        : 8;
 
 // Words of 4 and 16 bytes are copied asynchronously (async_copy.h): the block waits for them
 // with wait_for_async_copies() and a barrier.
@@ -292,6 +299,16 @@ __device__ __forceinline__ PartCodes load_part(const uint8_t* data, int64_t row,
     const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk) * 18;
     const uint32_t word = load_u32_from_halves(block + 2 + 4 * (part % 4));
     p.codes = chunk_detail::minus(word >> (4 * (part / 4)) & 0x0f0f0f0fu, 8);
+    p.second_codes = 0;
+    p.d = half_to_float(load_u16(block));
+    p.dmin = 0.0f;
+  } else if constexpr (F::kFormat == Format::kQ2_0) {
+    // Weights 4 part .. 4 part + 3 of the chunk are group 2 (chunk % 2) + part / 4 of the block's
+    // four groups of 16 codes, bytes 4 (part % 4) .. + 3 (weight_chunks.h's FormatQ2_0).
+    const uint8_t* block = data + size_t(row) * row_bytes + size_t(chunk / 2) * 18;
+    const uint32_t word = load_u32_from_halves(block + 2 + 4 * (part % 4));
+    const int group = 2 * int(chunk % 2) + part / 4;
+    p.codes = chunk_detail::minus(word >> (2 * group) & 0x03030303u, 1);
     p.second_codes = 0;
     p.d = half_to_float(load_u16(block));
     p.dmin = 0.0f;
