@@ -140,6 +140,15 @@ Result<BenchmarkRun> run_once(Session& session, const std::vector<int32_t>& prom
   return run;
 }
 
+void remember_engine(BenchmarkVariant& v) {
+  const Engine& engine = v.session->engine();
+  v.engine = BenchmarkEngineFacts{
+      .backend = engine.backend_description(),
+      .decode_weight_bytes_per_token = double(engine.decode_weight_bytes_per_token()),
+      .read_pattern = engine.expert_read_pattern(),
+      .kv_bytes_per_position = double(engine.kv_cache_bytes_per_position())};
+}
+
 Result<BenchmarkVariant> open_variant(const BenchmarkSetup& setup, const std::string& path,
                                       const std::string& budget_text, const std::string& device) {
   BenchmarkVariant v;
@@ -158,6 +167,7 @@ Result<BenchmarkVariant> open_variant(const BenchmarkSetup& setup, const std::st
   }
   if (!setup.options.cold) {
     STRATA_ASSIGN_OR_RETURN(v.session, Session::open(v.options));
+    remember_engine(v);
     STRATA_ASSIGN_OR_RETURN(const auto prompt, prompt_tokens(*v.session, setup.prompt_text,
                                                              setup.options.prompt_lengths[0]));
     STRATA_RETURN_IF_ERROR(run_once(*v.session, prompt, setup.options.generated_tokens).status());
@@ -176,6 +186,7 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
   const double cached = page_cache_share(v.parts);
   if (options.cold) {
     STRATA_ASSIGN_OR_RETURN(v.session, Session::open(v.options));
+    remember_engine(v);
   }
   STRATA_ASSIGN_OR_RETURN(const auto prompt,
                           prompt_tokens(*v.session, setup.prompt_text, options.prompt_lengths[p]));
@@ -202,6 +213,9 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
   run.disk_before = disk_before;
   run.disk_after = disk_after;
   run.page_cache_share = cached;
+  // A cold run's session goes now, not at this variant's next run: the variants in between plan
+  // their budgets from the process's RSS, which it would otherwise still hold.
+  if (options.cold) v.session.reset();
   return run;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,11 +40,21 @@ struct BenchmarkRun {
   double disk_delivered() const;         // bytes/s the disk delivered while it was busy
 };
 
+// What the summary reads from a variant's engine, kept from its last session: a cold run closes
+// its session as soon as it is measured.
+struct BenchmarkEngineFacts {
+  std::string backend;
+  double decode_weight_bytes_per_token = 0;
+  std::optional<ExpertReadPattern> read_pattern;
+  double kv_bytes_per_position = 0;
+};
+
 struct BenchmarkVariant {
   std::string budget_text;  // the memory setting as given: "none", "4G", "25%"
   std::string device;       // where it computes, as given: "cpu", "cuda", "auto"
   SessionOptions options;   // the sessions' options: the model and its memory setting
   std::unique_ptr<Session> session;
+  std::optional<BenchmarkEngineFacts> engine;
   std::vector<std::vector<BenchmarkRun>> runs;  // per prompt length
   std::vector<FilePart> parts;                  // the model's files
   std::shared_ptr<FileReader> reader;           // for the disk probe, when streaming

@@ -111,21 +111,20 @@ double DecodeBound::unit_bound(const BenchmarkRun& r) const {
 Result<VariantSummary> summarize_variant(const BenchmarkVariant& v,
                                          const std::vector<BenchmarkVariant>& variants,
                                          const BenchmarkOptions& options) {
-  STRATA_CHECK(v.session != nullptr);
+  STRATA_CHECK(v.engine.has_value());
   VariantSummary summary;
   summary.model_path = v.options.model_path;
   STRATA_ASSIGN_OR_RETURN(summary.model_sha256, sha256_model(v.options.model_path));
   summary.budget_text = v.budget_text;
   summary.device = v.device;
-  summary.backend = v.session->engine().backend_description();
+  summary.backend = v.engine->backend;
   summary.memory_budget_bytes = v.options.memory_budget;
   summary.arena_share = v.options.arena_share;
-  summary.decode_weight_bytes_per_token =
-      double(v.session->engine().decode_weight_bytes_per_token());
-  summary.read_pattern = v.session->engine().expert_read_pattern();
+  summary.decode_weight_bytes_per_token = v.engine->decode_weight_bytes_per_token;
+  summary.read_pattern = v.engine->read_pattern;
   DecodeBound bound{
       .weight_bytes = summary.decode_weight_bytes_per_token,
-      .kv_bytes_per_position = double(v.session->engine().kv_cache_bytes_per_position()),
+      .kv_bytes_per_position = v.engine->kv_bytes_per_position,
       .prompt_tokens = 0};
   for (size_t p = 0; p < options.prompt_lengths.size(); ++p) {
     PromptLengthSummary& s = summary.prompts.emplace_back();
