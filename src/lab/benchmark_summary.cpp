@@ -122,10 +122,9 @@ Result<VariantSummary> summarize_variant(const BenchmarkVariant& v,
   summary.arena_share = v.options.arena_share;
   summary.decode_weight_bytes_per_token = v.engine->decode_weight_bytes_per_token;
   summary.read_pattern = v.engine->read_pattern;
-  DecodeBound bound{
-      .weight_bytes = summary.decode_weight_bytes_per_token,
-      .kv_bytes_per_position = v.engine->kv_bytes_per_position,
-      .prompt_tokens = 0};
+  DecodeBound bound{.weight_bytes = summary.decode_weight_bytes_per_token,
+                    .kv_bytes_per_position = v.engine->kv_bytes_per_position,
+                    .prompt_tokens = 0};
   for (size_t p = 0; p < options.prompt_lengths.size(); ++p) {
     PromptLengthSummary& s = summary.prompts.emplace_back();
     s.prompt_tokens = bound.prompt_tokens = options.prompt_lengths[p];

@@ -3,27 +3,20 @@
 #include <cstdio>
 
 #include "base/progress.h"
-#include "calib/calibration_file.h"
 #include "calib/heal.h"
+#include "tools/calibrated_rewrite_flags.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
-#include "tools/model_rewrite_flags.h"
-#include "tools/output_files.h"
 
 namespace strata::tools {
 namespace {
 
-struct HealFlags : ModelRewriteFlags {
-  std::string calib_path;
+struct HealFlags : CalibratedRewriteFlags {
   int n_threads = 0;
 };
 
 int heal(const HealFlags& flags) {
-  CommandInputs inputs;
-  inputs.add_model(flags.input_path).add_file("the calibration", flags.calib_path);
-  if (const Status status = inputs.check_outputs({flags.output_path}, flags.force); !status.ok())
-    return report_failure(status);
-  const auto calibration = read_calibration(flags.calib_path);
+  const auto calibration = flags.read_inputs();
   if (!calibration.ok()) return report_failure(calibration.status());
   HealOptions options;
   options.n_threads = flags.n_threads;
@@ -56,10 +49,7 @@ void add_heal_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand(
       "heal", "fit output scales of Q2_0 experts on calibration samples and fold them in");
   auto flags = std::make_shared<HealFlags>();
-  add_model_rewrite_flags(command, *flags);
-  command->add_option("--calib", flags->calib_path, "calibration of the model (strata calibrate)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_calibrated_rewrite_flags(command, *flags);
   command->add_option("-t,--threads", flags->n_threads, "threads")
       ->default_str("one per core")
       ->check(compute_threads());

@@ -5,18 +5,15 @@
 #include <charconv>
 #include <cstdio>
 
-#include "calib/calibration_file.h"
 #include "calib/prune.h"
+#include "tools/calibrated_rewrite_flags.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
-#include "tools/model_rewrite_flags.h"
-#include "tools/output_files.h"
 
 namespace strata::tools {
 namespace {
 
-struct PruneFlags : ModelRewriteFlags {
-  std::string calib_path;
+struct PruneFlags : CalibratedRewriteFlags {
   std::string keep;
   std::string saliency = "total";
 };
@@ -37,11 +34,7 @@ Result<int64_t> parse_keep(const std::string& text, int64_t n_expert) {
 }
 
 int prune(const PruneFlags& flags) {
-  CommandInputs inputs;
-  inputs.add_model(flags.input_path).add_file("the calibration", flags.calib_path);
-  if (const Status status = inputs.check_outputs({flags.output_path}, flags.force); !status.ok())
-    return report_failure(status);
-  const auto calibration = read_calibration(flags.calib_path);
+  const auto calibration = flags.read_inputs();
   if (!calibration.ok()) return report_failure(calibration.status());
   const auto keep = parse_keep(flags.keep, calibration.value().model.n_expert);
   if (!keep.ok()) return report_failure(keep.status());
@@ -67,10 +60,7 @@ void add_prune_command(CLI::App& app, Action& action) {
   auto* command = app.add_subcommand(
       "prune", "drop each layer's least salient routed experts, measured on calibration text");
   auto flags = std::make_shared<PruneFlags>();
-  add_model_rewrite_flags(command, *flags);
-  command->add_option("--calib", flags->calib_path, "calibration of the model (strata calibrate)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_calibrated_rewrite_flags(command, *flags);
   command
       ->add_option("--keep", flags->keep, "experts kept per layer: a count (48) or a share (75%)")
       ->required();
