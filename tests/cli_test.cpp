@@ -1,6 +1,7 @@
 // The strata command line as a user meets it: exit codes, one-line errors, the memory budget
 // held from the outside (peak RSS of the process), output files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -302,6 +303,27 @@ TEST(Cli, PeakMemoryStaysWithinTheBudget) {
     EXPECT_LE(peak_mib, budget_mib) << "budget " << budget_mib << " MiB";
     EXPECT_GT(json.at("experts").at("misses").get<uint64_t>(), 0u);
   }
+}
+
+// Cold benchmarks of several variants under one budget: each variant's plan sees only what the
+// process holds for itself, never the previous variant's session (it is closed once measured).
+// The budget holds one session of the bundled model but not two.
+TEST(Cli, ColdBenchmarkVariantsShareOneBudget) {
+  if (::access("/proc/sys/vm/drop_caches", W_OK) != 0)
+    GTEST_SKIP() << "--cold drops the page cache: needs root and a writable /proc/sys/vm";
+  const auto refused = strata("run -m " + kModel + " -p hi --mem 1M");
+  std::smatch match;
+  const std::string line = last_line(refused.err);
+  ASSERT_TRUE(std::regex_search(line, match, std::regex("needs at least ([0-9.]+) MiB"))) << line;
+  const std::string budget = std::to_string(int(std::ceil(std::stod(match[1]))) + 8) + "M";
+  const auto outcome = strata("bench -m " + kModel + " " + kModel + " --mem " + budget +
+                              " --cold -r 3 -n 2 --prompt-tokens 8 -t 1");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  int rows = 0;
+  for (size_t at = outcome.out.find("| strata-tiny-moe-q4_0.gguf |"); at != std::string::npos;
+       at = outcome.out.find("| strata-tiny-moe-q4_0.gguf |", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 2) << outcome.out;
 }
 
 // --stats splits every step's time into waiting for experts and the rest (compute), and sums
