@@ -1,6 +1,7 @@
-// strata quantize -m IN.gguf --experts TYPE -o OUT.gguf [--force] [--threads N]: the same
-// model with its routed experts rewritten in TYPE and everything else copied byte for byte
-// (model/requantize.h), for measuring what each expert format costs.
+// strata quantize -m IN.gguf --experts TYPE [--calib FILE] -o OUT.gguf [--force] [--threads N]:
+// the same model with its routed experts rewritten in TYPE and everything else copied byte for
+// byte (model/requantize.h), for measuring what each expert format costs. With --calib, Q2_0
+// blocks minimize the error weighted by the calibration (calib/expert_importance.h).
 //
 // Each expert row is dequantized and quantized again. From a Q8_0 file that is a second
 // quantization (the first made the Q8_0); it is what a user without the F16 original has, and
@@ -11,6 +12,7 @@
 #include "base/progress.h"
 #include "calib/calibration_file.h"
 #include "calib/expert_calibration.h"
+#include "calib/expert_importance.h"
 #include "model/requantize.h"
 #include "tools/cli_checks.h"
 #include "tools/command.h"
@@ -26,35 +28,6 @@ struct QuantizeFlags : ModelRewriteFlags {
   int n_threads = 0;
 };
 
-// E[x^2] of each layer's routed tokens, pooled over its experts (weighted by their token counts),
-// for gate and up; each expert's own E[h^2] for down.
-struct Importance {
-  ExpertCalibration calibration;
-  std::vector<std::vector<float>> layer_inputs;  // [n_layer][n_embd]
-
-  explicit Importance(ExpertCalibration c) : calibration(std::move(c)) {
-    const CalibratedModel& m = calibration.model;
-    for (const LayerCalibration& layer : calibration.layers) {
-      std::vector<double> sum(size_t(m.n_embd), 0.0);
-      double tokens = 0;
-      for (int64_t e = 0; e < m.n_expert; ++e) {
-        const double n = double(layer.tokens[size_t(e)]);
-        tokens += n;
-        for (int64_t i = 0; i < m.n_embd; ++i)
-          sum[size_t(i)] += n * layer.input_mean_square[size_t(e * m.n_embd + i)];
-      }
-      std::vector<float>& pooled = layer_inputs.emplace_back(size_t(m.n_embd));
-      for (int64_t i = 0; i < m.n_embd; ++i)
-        pooled[size_t(i)] = tokens > 0 ? float(sum[size_t(i)] / tokens) : 0.0f;
-    }
-  }
-
-  std::span<const float> operator()(int layer, ExpertMatrix matrix, int expert) const {
-    if (matrix == ExpertMatrix::kDown) return calibration.hidden_mean_square(layer, expert);
-    return layer_inputs[size_t(layer)];
-  }
-};
-
 double mebibytes(uint64_t bytes) { return double(bytes) / 1048576; }
 
 int quantize(const QuantizeFlags& flags) {
@@ -68,7 +41,6 @@ int quantize(const QuantizeFlags& flags) {
   options.expert_type = type.value();
   options.n_threads = flags.n_threads;
   options.overwrite = flags.force;
-  std::shared_ptr<const Importance> importance;
   if (!flags.calib_path.empty()) {
     if (type.value() != QuantType::kQ2_0)
       return report_failure(Status::error("quantize: --calib applies to --experts q2_0 only"));
@@ -80,10 +52,7 @@ int quantize(const QuantizeFlags& flags) {
                                                          model.value(), flags.input_path);
         !matches.ok())
       return report_failure(matches);
-    importance = std::make_shared<const Importance>(std::move(calibration.value()));
-    options.importance = [importance](int layer, ExpertMatrix matrix, int expert) {
-      return (*importance)(layer, matrix, expert);
-    };
+    options.importance = expert_importance(std::move(calibration.value()));
   }
   Result<RequantizeSummary> summary = Status::error("not run");
   {
