@@ -268,6 +268,10 @@ Status GgufWriter::finish() {
   STRATA_RETURN_IF_ERROR(write_zeros(align_up(bytes_written_, alignment_) - bytes_written_));
   STRATA_RETURN_IF_ERROR(flush());
   if (const Status synced = file_->sync(); !synced.ok()) return fail(synced);
+  // A signal during the sync (the longest wait after the last tensor) stops the file here, not
+  // after it replaced the user's: a second signal between the rename and the exit would end the
+  // process as interrupted with the output already in place.
+  if (interrupted()) return fail("interrupted");
   const Status committed = file_->commit();
   file_.reset();
   if (!committed.ok()) return fail(committed);
