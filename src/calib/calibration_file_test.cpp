@@ -12,6 +12,7 @@
 #include <random>
 
 #include "base/whole_file.h"
+#include "calib/calib_test_support.h"
 #include "model/model_file_test_support.h"
 
 namespace strata {
@@ -22,20 +23,14 @@ using testing::golden_synthetic;
 const std::string kModel = golden_synthetic("models/tiny-qwen3moe-f32.gguf");
 const std::string kOtherModel = golden_synthetic("models/tiny-qwen2moe-f32.gguf");
 
-std::vector<std::vector<int32_t>> text(int64_t n_tokens, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<int32_t>> sequences(2);
-  for (int64_t t = 0; t < n_tokens; ++t) sequences[size_t(t % 2)].push_back(int32_t(rng() % 500));
-  return sequences;
-}
-
 const ExpertCalibration& calibration() {
   static const ExpertCalibration c = [] {
     CalibrationOptions options;
     options.n_threads = 2;
     options.window = 100;
     options.n_samples = 16;
-    auto result = calibrate_experts(kModel, text(600, 1), {"test:one", "test:two"}, options);
+    auto result = calibrate_experts(kModel, testing::random_text(600, 1, 2),
+                                    {"test:one", "test:two"}, options);
     EXPECT_TRUE(result.ok()) << result.status().message();
     return result.value();
   }();
@@ -100,7 +95,7 @@ TEST_F(CalibrationFileTest, RefusesAnotherModelAndTooLittleText) {
       refused.message().rfind("a.calib: a calibration of another model than " + kOtherModel, 0), 0u)
       << refused.message();
   CalibrationOptions options;
-  const auto short_text = calibrate_experts(kModel, text(100, 2), {}, options);
+  const auto short_text = calibrate_experts(kModel, testing::random_text(100, 2), {}, options);
   ASSERT_FALSE(short_text.ok());
   EXPECT_EQ(short_text.status().message(),
             "calibrate: the text gives 100 tokens; at least 512 are needed (4 per channel of the "

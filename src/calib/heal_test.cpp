@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "calib/calib_test_support.h"
 #include "model/model_file_test_support.h"
 #include "model/requantize.h"
 
@@ -20,15 +21,8 @@ const std::string kModel = golden_synthetic("models/tiny-qwen3moe-f32.gguf");
 
 class HealTest : public testing::ScratchDirectoryTest {
  protected:
-  ExpertCalibration calibrate() {
-    std::mt19937 rng(3);
-    std::vector<std::vector<int32_t>> text(1);
-    for (int t = 0; t < 800; ++t) text[0].push_back(int32_t(rng() % 500));
-    CalibrationOptions options;
-    options.n_threads = 2;
-    options.window = 200;
-    options.n_samples = 64;
-    return calibrate_experts(kModel, text, {"test"}, options).value();
+  static ExpertCalibration calibrate() {
+    return testing::calibrate_on_random_text(kModel, 800, 3, 64);
   }
   std::string quantize(QuantType type) {
     const std::string out = path(std::string(quant_traits(type).name) + ".gguf");

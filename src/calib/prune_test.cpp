@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "calib/calib_test_support.h"
 #include "model/model_file_test_support.h"
 
 namespace strata {
@@ -25,14 +26,7 @@ const std::string kModel = golden_synthetic("models/tiny-qwen3moe-q8_0.gguf");
 class PruneTest : public testing::ScratchDirectoryTest {
  protected:
   static ExpertCalibration calibrate() {
-    std::mt19937 rng(5);
-    std::vector<std::vector<int32_t>> text(1);
-    for (int t = 0; t < 600; ++t) text[0].push_back(int32_t(rng() % 500));
-    CalibrationOptions options;
-    options.n_threads = 2;
-    options.window = 200;
-    options.n_samples = 8;
-    return calibrate_experts(kModel, text, {"test"}, options).value();
+    return testing::calibrate_on_random_text(kModel, 600, 5, 8);
   }
 };
 
