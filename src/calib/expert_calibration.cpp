@@ -37,12 +37,6 @@ std::string sha256_hex(const Model& model) {
   return hex;
 }
 
-CalibratedModel identity_of(const Model& model) {
-  const ModelConfig& c = model.config();
-  return {c.arch,     c.n_layer,       c.n_embd,         c.n_ff_expert,
-          c.n_expert, c.n_expert_used, sha256_hex(model)};
-}
-
 // One window's routing of one layer, as the observers saw it.
 struct LayerRecord {
   std::vector<float> inputs;   // [n_tokens][n_embd]
@@ -112,7 +106,7 @@ class Collector {
 
   ExpertCalibration finish(std::vector<std::string> documents, int64_t n_tokens) {
     ExpertCalibration result;
-    result.model = identity_of(model_);
+    result.model = calibrated_model(model_);
     result.documents = std::move(documents);
     result.n_tokens = n_tokens;
     result.n_samples = n_samples_;
@@ -193,10 +187,16 @@ std::span<const float> ExpertCalibration::hidden_mean_square(int layer, int expe
   return std::span(layers[size_t(layer)].hidden_mean_square).subspan(size_t(expert) * n, n);
 }
 
+CalibratedModel calibrated_model(const Model& model) {
+  const ModelConfig& c = model.config();
+  return {c.arch,     c.n_layer,       c.n_embd,         c.n_ff_expert,
+          c.n_expert, c.n_expert_used, sha256_hex(model)};
+}
+
 Result<CalibratedModel> calibrated_model(const std::string& model_path) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(model_path));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
-  return identity_of(*model);
+  return calibrated_model(*model);
 }
 
 Result<ExpertCalibration> calibrate_experts(const std::string& model_path,

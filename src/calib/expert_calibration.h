@@ -22,6 +22,7 @@
 
 namespace strata {
 
+class Model;
 class ProgressBar;
 
 // What a calibration belongs to. Requantized files keep every tensor but the routed experts,
@@ -66,6 +67,7 @@ struct CalibrationOptions {
 
 // The model's identity as a calibration records it. Errors name the file.
 Result<CalibratedModel> calibrated_model(const std::string& model_path);
+CalibratedModel calibrated_model(const Model& model);
 
 // Runs `sequences` (each split into windows from its start) through the model at `model_path`
 // and collects the statistics above. `documents` is copied into the result. Errors name the file

@@ -142,9 +142,8 @@ Result<std::vector<LayerHeal>> heal_model_file(const std::string& input_path,
                                            existing_output(options.overwrite)));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
   STRATA_RETURN_IF_ERROR(check_experts_readable(*model));
-  STRATA_ASSIGN_OR_RETURN(const CalibratedModel identity, calibrated_model(input_path));
-  STRATA_RETURN_IF_ERROR(
-      check_calibration_matches(calibration, calibration_name, identity, input_path));
+  STRATA_RETURN_IF_ERROR(check_calibration_matches(calibration, calibration_name,
+                                                   calibrated_model(*model), input_path));
   const ExpertLayout& experts = model->weights().experts;
   for (const LayerExpertLayout& layer : experts.layers)
     if (layer.down.type != QuantType::kQ2_0)

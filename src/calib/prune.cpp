@@ -76,9 +76,8 @@ Result<PruneSummary> prune_model_file(const std::string& input_path,
   STRATA_RETURN_IF_ERROR(check_output_path(output_path, gguf::model_inputs(*file),
                                            existing_output(options.overwrite)));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file));
-  STRATA_ASSIGN_OR_RETURN(const CalibratedModel identity, calibrated_model(input_path));
-  STRATA_RETURN_IF_ERROR(
-      check_calibration_matches(calibration, calibration_name, identity, input_path));
+  STRATA_RETURN_IF_ERROR(check_calibration_matches(calibration, calibration_name,
+                                                   calibrated_model(*model), input_path));
   const ModelConfig& c = model->config();
   if (options.keep > c.n_expert || options.keep < c.n_expert_used)
     return Status::errorf(
