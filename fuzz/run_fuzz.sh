@@ -3,7 +3,8 @@
 # SECONDS seconds, starting from its seeds in fuzz/corpus/: the GGUF reader (corpus/gguf) and
 # the expert store's traces and warm-start files (corpus/expert_files), the evaluation's suites,
 # run records and reference files (corpus/eval_files), the tokenizer with the Qwen3
-# vocabulary (corpus/tokenizer), and calibration files (corpus/calibration). New inputs go to a scratch corpus so the checked-in seeds stay
+# vocabulary (corpus/tokenizer), calibration files (corpus/calibration), and the server's
+# requests and stop sequences (corpus/api_request). New inputs go to a scratch corpus so the checked-in seeds stay
 # small. Exits non-zero on any crash, leak, timeout or sanitizer report; the input that caused
 # it is saved under the build directory's fuzz-artifacts/.
 #
@@ -26,7 +27,7 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Release \
   -DSTRATA_BUILD_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
 ninja -C "$build" -j "${STRATA_FUZZ_JOBS:-2}" gguf_reader_fuzz expert_files_fuzz eval_files_fuzz \
-  tokenizer_fuzz calibration_file_fuzz
+  tokenizer_fuzz calibration_file_fuzz api_request_fuzz
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -49,3 +50,4 @@ fuzz eval_files_fuzz eval_files -max_len=4096 "$@"
 fuzz tokenizer_fuzz tokenizer -max_len=4096 "$@"
 # A seed calibration of the golden synthetic model is ~60 KiB.
 fuzz calibration_file_fuzz calibration -dict="$root/fuzz/gguf.dict" -max_len=131072 "$@"
+fuzz api_request_fuzz api_request -dict="$root/fuzz/api_request.dict" -max_len=8192 "$@"

@@ -79,6 +79,10 @@ class Engine {
   const std::string& memory_plan() const;
   // The expert store's counters since the engine was opened, all sessions together.
   ExpertCounters expert_counters() const;
+  // Which experts are in memory the model computes from now, [layer * n_experts() + expert]: the
+  // arena's residents when experts stream, every expert otherwise. Waits for a running forward
+  // pass to end (residency changes only at its deterministic points).
+  std::vector<uint8_t> expert_residency() const;
   // Writes the expert usage counts of every session so far, added to what SessionOptions::
   // warm_path held, to that file.
   Status save_expert_usage() const;

@@ -94,6 +94,31 @@ class Session {
                                         const GenerateOptions& options,
                                         const TokenCallback& on_token);
 
+  // A generation a token at a time, for callers that decode several sessions together (a
+  // server); generate() is these steps for one session. begin_generation() cuts the context back
+  // to the longest prefix it shares with `prompt` (at least one prompt token is fed) and feeds
+  // the rest; it returns how many prompt tokens were reused from the cache.
+  Result<int64_t> begin_generation(std::span<const int32_t> prompt, const GenerateOptions& options);
+  // The next token, sampled from logits() with the generation's sampler, and the text it
+  // completes (complete UTF-8 only; the rest waits for the next token or finish_text()).
+  struct Sampled {
+    int32_t token = -1;
+    bool end_of_generation = false;  // the model's end token (its text is not passed on)
+    std::string text;
+  };
+  Sampled sample_next();
+  // What the generation's text still holds back (an incomplete UTF-8 sequence at its end).
+  std::string finish_text();
+  // How many leading tokens of `prompt` are in the context (what begin_generation would reuse).
+  int64_t shared_prefix(std::span<const int32_t> prompt) const;
+  // Feeds tokens[i] to sessions[i], one forward pass for all: each sequence's attention reads its
+  // own cache, each routed expert is computed once for all the rows routed to it. The logits of
+  // a session fed together with others can differ in the last bits from feeding it alone (the
+  // kernels' row blocking changes with the batch), and are a function of the batch. REQUIRES:
+  // distinct sessions of one engine; route, prediction and router-input callbacks are not
+  // called for these steps.
+  static Status feed_together(std::span<Session* const> sessions, std::span<const int32_t> tokens);
+
   // Called for every token this session feeds, every layer: the routed experts, best first.
   // `position` is the token's position in the context. For tracing expert use (`strata trace`).
   using RouteCallback =

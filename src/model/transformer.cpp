@@ -33,6 +33,14 @@ void Transformer::release_scratch() {
   for (auto* v : {&row_of_pick_, &token_of_row_}) std::vector<int64_t>().swap(*v);
 }
 
+Status Transformer::check_tokens(std::span<const int32_t> tokens) const {
+  for (const int32_t id : tokens)
+    if (id < 0 || id >= config_.n_vocab)
+      return Status::errorf("token id {} is out of range (the vocabulary has {} tokens)", id,
+                            config_.n_vocab);
+  return Status();
+}
+
 Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& cache,
                             bool all_logits, std::vector<float>& logits) {
   const int64_t n = int64_t(tokens.size());
@@ -40,20 +48,45 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   if (pos0 < 0 || pos0 + n > cache.n_ctx())
     return Status::errorf("context full: {} tokens at position {} exceed the context of {}", n,
                           pos0, cache.n_ctx());
-  for (const int32_t id : tokens)
-    if (id < 0 || id >= config_.n_vocab)
-      return Status::errorf("token id {} is out of range (the vocabulary has {} tokens)", id,
-                            config_.n_vocab);
+  STRATA_RETURN_IF_ERROR(check_tokens(tokens));
   const ModelWeights& weights = model_->weights();
   BatchActivations& batch = backend_.begin_batch(n);
   backend_.embed(weights.token_embedding, tokens, batch.hidden);
   for (int layer = 0; layer < int(config_.n_layer); ++layer) {
     backend_.attention(weights.layers[size_t(layer)].attention, layer, pos0, cache, batch.hidden);
-    STRATA_RETURN_IF_ERROR(moe_block(layer, batch));
+    STRATA_RETURN_IF_ERROR(moe_block(layer, batch, n > 1));
   }
   backend_.logits(weights.output_norm, weights.output, batch.hidden, all_logits ? 0 : n - 1,
                   logits);
   // A backend's failed op leaves garbage behind it: the logits are not returned as if computed.
+  return backend_.failure();
+}
+
+Status Transformer::forward_sequences(std::span<const SequenceToken> rows,
+                                      std::vector<float>& logits) {
+  const int64_t n = int64_t(rows.size());
+  if (n == 0) return Status::error("forward: no tokens");
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    const SequenceToken& row = rows[size_t(r)];
+    if (row.position < 0 || row.position >= row.cache->n_ctx())
+      return Status::errorf("context full: position {} exceeds the context of {}", row.position,
+                            row.cache->n_ctx());
+    tokens[size_t(r)] = row.token;
+  }
+  STRATA_RETURN_IF_ERROR(check_tokens(tokens));
+  const ModelWeights& weights = model_->weights();
+  BatchActivations& batch = backend_.begin_batch(n);
+  backend_.embed(weights.token_embedding, tokens, batch.hidden);
+  const int64_t width = batch.hidden.width;
+  for (int layer = 0; layer < int(config_.n_layer); ++layer) {
+    const AttentionWeights& attention = weights.layers[size_t(layer)].attention;
+    for (int64_t r = 0; r < n; ++r)
+      backend_.attention(attention, layer, rows[size_t(r)].position, *rows[size_t(r)].cache,
+                         Activations{batch.hidden.data + r * width, 1, width});
+    STRATA_RETURN_IF_ERROR(moe_block(layer, batch, false));
+  }
+  backend_.logits(weights.output_norm, weights.output, batch.hidden, 0, logits);
   return backend_.failure();
 }
 
@@ -159,15 +192,14 @@ void Transformer::predict_next_layers(int layer, const BatchActivations& batch) 
   }
 }
 
-Status Transformer::moe_block(int layer, BatchActivations& batch) {
+Status Transformer::moe_block(int layer, BatchActivations& batch, bool prefill) {
   const LayerWeights& w = model_->weights().layers[size_t(layer)];
   const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
-  const int64_t n = batch.hidden.n_rows;
   backend_.rms_norm(w.ffn_norm, batch.hidden, batch.normed);
   route(layer, batch);
   const std::span<const float> next_visit =
       next_expert_predictor_ ? predict_next_visit(layer, batch) : std::span<const float>();
-  experts_.begin_layer(layer, used_, n > 1);
+  experts_.begin_layer(layer, used_, prefill);
   predict_next_layers(layer, batch);
   backend_.gather_expert_inputs(batch.normed, token_of_row_, layout.gate.type, layout.up.type,
                                 layout.down.type);

@@ -1,5 +1,8 @@
 // The forward pass shared by the MoE architectures (DESIGN.md §2), for a batch of consecutive
-// tokens of one sequence: one token in decode, a chunk of the prompt in prefill.
+// tokens of one sequence (one token in decode, a chunk of the prompt in prefill), or for one
+// token of each of several sequences decoded together (a server's parallel streams): their
+// attention runs per sequence, over its own cache, and their routed experts are computed once
+// for all the rows routed to them.
 //
 //   h = embed(token)
 //   per layer:  h += o · attention(rope(norm_qk(q,k)), v)  of  x = rms_norm(h)
@@ -70,6 +73,15 @@ class Transformer {
   Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& cache, bool all_logits,
                  std::vector<float>& logits);
 
+  // One decode step of several sequences: row r is `rows[r].token` at `rows[r].position` of
+  // `rows[r].cache`. logits receives [rows][n_vocab]. REQUIRES: distinct caches.
+  struct SequenceToken {
+    int32_t token = 0;
+    int64_t position = 0;
+    KvCache* cache = nullptr;
+  };
+  Status forward_sequences(std::span<const SequenceToken> rows, std::vector<float>& logits);
+
   void set_route_observer(RouteObserver observer) { route_observer_ = std::move(observer); }
   // `count` experts per prediction; the predictor runs for the observer even with read-ahead
   // off (one router product per layer and token).
@@ -95,7 +107,10 @@ class Transformer {
                                 int64_t n_ctx, bool all_logits, bool next_expert_predictor);
 
  private:
-  Status moe_block(int layer, BatchActivations& batch);
+  Status check_tokens(std::span<const int32_t> tokens) const;
+  // `prefill`: the rows are a prompt's (the store keeps them from pushing out a conversation's
+  // experts).
+  Status moe_block(int layer, BatchActivations& batch, bool prefill);
   // Routes the batch's normed rows: picks_ and pick_weights_, and the rows grouped by expert.
   void route(int layer, const BatchActivations& batch);
   void group_rows_by_expert(std::span<const int32_t> picks, int64_t n_tokens);

@@ -225,6 +225,17 @@ ExpertCounters Engine::expert_counters() const {
   return impl_->loaded.experts->stats();
 }
 
+std::vector<uint8_t> Engine::expert_residency() const {
+  const int n_layer = n_layers(), n_expert = n_experts();
+  std::vector<uint8_t> resident(static_cast<size_t>(n_layer * n_expert));
+  std::lock_guard lock(impl_->forward);
+  for (int layer = 0; layer < n_layer; ++layer)
+    for (int expert = 0; expert < n_expert; ++expert)
+      resident[size_t(layer * n_expert + expert)] =
+          impl_->loaded.experts->is_resident(layer, expert) ? 1 : 0;
+  return resident;
+}
+
 Status Engine::save_expert_usage() const {
   const std::string& path = impl_->options.warm_path;
   if (path.empty()) return Status::error("no --warm file was given");

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "base/check.h"
 #include "base/interrupt.h"
 #include "runtime/engine_impl.h"
 #include "runtime/sampler.h"
@@ -50,6 +52,10 @@ struct Session::Impl {
   RouteCallback route_callback;
   PredictionCallback prediction_callback;
   RouterInputCallback router_input_callback;
+  // The generation begin_generation() started.
+  std::optional<Sampler> sampler;
+  bool stop_at_end_of_generation = true;
+  runtime::Utf8Stream text;
 
   ~Impl() {
     std::lock_guard lock(engine->impl_->sessions);
@@ -59,6 +65,9 @@ struct Session::Impl {
   Status feed(std::span<const int32_t> tokens, std::vector<float>* all_logits);
   // One forward pass of `part` at the context's end, with this session's observers.
   Status forward(std::span<const int32_t> part, bool all_logits);
+  // What a feed of `tokens` did, from `start`, with the store's counters `before` it.
+  void record(bool prefill, int64_t tokens, std::chrono::steady_clock::time_point start,
+              const ExpertCounters& during);
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -169,22 +178,28 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
   }
   if (all_logits && fed > 0)
     logits.assign(all_logits->end() - ptrdiff_t(n_vocab), all_logits->end());
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const bool prefill = tokens.size() > 1;
-  if (prefill) {
-    stats.prefill_tokens += int64_t(fed);
-    stats.prefill_ms += ms;
-    e.transformer->release_scratch();  // the prompt's batch-sized buffers
-  } else {
-    stats.decode_tokens += 1;
-    stats.decode_ms += ms;
-  }
+  if (prefill) e.transformer->release_scratch();  // the prompt's batch-sized buffers
   ExpertCounters during = e.loaded.experts->stats();
   during -= before;
-  stats.experts += during;
-  stats.steps.push_back({prefill, int64_t(fed), ms, during});
+  record(prefill, int64_t(fed), start, during);
   return stopped;
+}
+
+void Session::Impl::record(bool prefill, int64_t tokens,
+                           std::chrono::steady_clock::time_point start,
+                           const ExpertCounters& during) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (prefill) {
+    stats.prefill_tokens += tokens;
+    stats.prefill_ms += ms;
+  } else {
+    stats.decode_tokens += tokens;
+    stats.decode_ms += ms;
+  }
+  stats.experts += during;
+  stats.steps.push_back({prefill, tokens, ms, during});
 }
 
 Status Session::feed(std::span<const int32_t> tokens) { return impl_->feed(tokens, nullptr); }
@@ -193,45 +208,102 @@ Status Session::feed_teacher_forced(std::span<const int32_t> tokens, std::vector
   return impl_->feed(tokens, &logits);
 }
 
+int64_t Session::shared_prefix(std::span<const int32_t> prompt) const {
+  const std::vector<int32_t>& context = impl_->context;
+  const auto [in_context, in_prompt] =
+      std::mismatch(context.begin(), context.end(), prompt.begin(), prompt.end());
+  return int64_t(in_context - context.begin());
+}
+
+Result<int64_t> Session::begin_generation(std::span<const int32_t> prompt,
+                                          const GenerateOptions& options) {
+  if (prompt.empty()) return Status::error("generate: empty prompt");
+  // At least one prompt token is fed, for fresh logits.
+  const int64_t shared = std::min(shared_prefix(prompt), int64_t(prompt.size()) - 1);
+  impl_->context.resize(size_t(shared));
+  impl_->sampler.reset();
+  STRATA_RETURN_IF_ERROR(impl_->feed(prompt.subspan(size_t(shared)), nullptr));
+  impl_->sampler.emplace(SamplerOptions{.temperature = options.temperature,
+                                        .top_k = options.top_k,
+                                        .top_p = options.top_p,
+                                        .min_p = options.min_p,
+                                        .repeat_penalty = options.repeat_penalty,
+                                        .repeat_last_n = options.repeat_last_n,
+                                        .seed = options.seed});
+  impl_->stop_at_end_of_generation = options.stop_at_end_of_generation;
+  impl_->text = runtime::Utf8Stream();
+  return shared;
+}
+
+Session::Sampled Session::sample_next() {
+  STRATA_CHECK(impl_->sampler.has_value());
+  Sampled next;
+  next.token = impl_->sampler->sample(impl_->logits, impl_->context);
+  next.end_of_generation =
+      impl_->stop_at_end_of_generation && engine().is_end_of_generation(next.token);
+  if (!next.end_of_generation)
+    next.text = impl_->text.push(impl_->shared().tokenizer().decode_piece(next.token));
+  return next;
+}
+
+std::string Session::finish_text() { return impl_->text.finish(); }
+
 Result<std::vector<int32_t>> Session::generate(std::span<const int32_t> prompt,
                                                const GenerateOptions& options,
                                                const TokenCallback& on_token) {
-  if (prompt.empty()) return Status::error("generate: empty prompt");
-  // Reuse the cached prefix; at least one prompt token is fed to get fresh logits.
-  size_t shared = 0;
-  while (shared < impl_->context.size() && shared < prompt.size() &&
-         impl_->context[shared] == prompt[shared])
-    ++shared;
-  shared = std::min(shared, prompt.size() - 1);
-  impl_->context.resize(shared);
-  STRATA_RETURN_IF_ERROR(impl_->feed(prompt.subspan(shared), nullptr));
-
-  const Engine& model = engine();
-  Sampler sampler({.temperature = options.temperature,
-                   .top_k = options.top_k,
-                   .top_p = options.top_p,
-                   .min_p = options.min_p,
-                   .repeat_penalty = options.repeat_penalty,
-                   .repeat_last_n = options.repeat_last_n,
-                   .seed = options.seed});
-  const runtime::Tokenizer& tokenizer = impl_->shared().tokenizer();
-  runtime::Utf8Stream text;
+  STRATA_RETURN_IF_ERROR(begin_generation(prompt, options).status());
   std::vector<int32_t> generated;
   for (int i = 0; i < options.max_tokens; ++i) {
-    const int32_t token = sampler.sample(impl_->logits, impl_->context);
-    if (options.stop_at_end_of_generation && model.is_end_of_generation(token)) break;
-    generated.push_back(token);
-    if (on_token && !on_token(token, text.push(tokenizer.decode_piece(token)))) break;
+    const Sampled next = sample_next();
+    if (next.end_of_generation) break;
+    generated.push_back(next.token);
+    if (on_token && !on_token(next.token, next.text)) break;
     if (i + 1 == options.max_tokens) break;
     // A full context ends the continuation; the token sampled from it is kept.
-    if (int64_t(impl_->context.size()) >= impl_->cache->n_ctx()) break;
-    STRATA_RETURN_IF_ERROR(impl_->feed({&token, 1}, nullptr));
+    if (n_past() >= n_ctx()) break;
+    STRATA_RETURN_IF_ERROR(feed({&next.token, 1}));
   }
   if (on_token) {
-    const std::string rest = text.finish();
+    const std::string rest = finish_text();
     if (!rest.empty()) on_token(-1, rest);
   }
   return generated;
+}
+
+Status Session::feed_together(std::span<Session* const> sessions, std::span<const int32_t> tokens) {
+  STRATA_CHECK_EQ(sessions.size(), tokens.size());
+  if (sessions.empty()) return Status();
+  if (sessions.size() == 1) return sessions[0]->feed(tokens);
+  Engine::Impl& e = sessions[0]->impl_->shared();
+  std::vector<Transformer::SequenceToken> rows;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    Impl& session = *sessions[i]->impl_;
+    STRATA_CHECK(&session.shared() == &e);
+    if (int64_t(session.context.size()) >= session.cache->n_ctx())
+      return Status::errorf("the context holds {} tokens; one more exceeds its size (use --ctx)",
+                            session.context.size());
+    rows.push_back({tokens[i], int64_t(session.context.size()), session.cache.get()});
+  }
+  std::lock_guard lock(e.forward);
+  const auto start = std::chrono::steady_clock::now();
+  const ExpertCounters before = e.loaded.experts->stats();
+  e.running = {.decoding = true};
+  std::vector<float> logits;
+  const Status status = e.transformer->forward_sequences(rows, logits);
+  e.running = {};
+  STRATA_RETURN_IF_ERROR(status);
+  ExpertCounters during = e.loaded.experts->stats();
+  during -= before;
+  const size_t n_vocab = size_t(e.model().config().n_vocab);
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    Impl& session = *sessions[i]->impl_;
+    session.context.push_back(tokens[i]);
+    session.logits.assign(logits.begin() + ptrdiff_t(i * n_vocab),
+                          logits.begin() + ptrdiff_t((i + 1) * n_vocab));
+    // Each session read what the step read: its counters are the step's, shared.
+    session.record(false, 1, start, during);
+  }
+  return Status();
 }
 
 void Session::set_route_callback(RouteCallback callback) {

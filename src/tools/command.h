@@ -42,5 +42,6 @@ void add_heal_command(CLI::App& app, Action& action);
 void add_prune_command(CLI::App& app, Action& action);
 void add_repack_command(CLI::App& app, Action& action);
 void add_split_command(CLI::App& app, Action& action);
+void add_serve_command(CLI::App& app, Action& action);
 
 }  // namespace strata::tools

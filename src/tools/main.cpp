@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   add_prune_command(app, action);
   add_repack_command(app, action);
   add_split_command(app, action);
+  add_serve_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
