@@ -87,6 +87,7 @@ TEST(SharedEngineLimits, RefusesMoreSessionsThanItsPlanHolds) {
 
 TEST(SharedEngineLimits, NotesGoToTheCallbackNotToStderr) {
   SessionOptions options = options_with(0.0, 1);
+  options.device = "cpu";  // a memory budget's plan: the CPU's (CUDA takes --gpu-mem)
   options.memory_budget = uint64_t(64) << 20;
   options.arena_share = 0;
   std::vector<std::pair<NoteKind, std::string>> notes;

@@ -181,8 +181,11 @@ void Scheduler::step() {
   }
   if (batch.empty()) return;
   const auto start = Clock::now();
+  const ExpertCounters before = engine_->expert_counters();
   const Status status = Session::feed_together(batch, tokens);
-  metrics_.record_decode_step(int64_t(batch.size()), seconds_since(start));
+  ExpertCounters during = engine_->expert_counters();
+  during -= before;
+  metrics_.record_decode_step(int64_t(batch.size()), seconds_since(start), during);
   if (!status.ok())
     for (const size_t slot : slots) finish(slot, "error", status);
 }

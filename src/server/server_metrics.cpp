@@ -71,8 +71,10 @@ void ServerMetrics::record_prefill(int64_t tokens, double seconds) {
   prefill_seconds_ += seconds;
 }
 
-void ServerMetrics::record_decode_step(int64_t tokens, double seconds) {
+void ServerMetrics::record_decode_step(int64_t tokens, double seconds,
+                                       const ExpertCounters& experts) {
   std::lock_guard lock(mutex_);
+  decode_experts_ += experts;
   decode_tokens_ += uint64_t(tokens);
   ++decode_steps_;
   decode_seconds_ += seconds;
@@ -144,6 +146,14 @@ std::string ServerMetrics::render() const {
     single(out, fmt::format("strata_expert_{}_total", name), "counter",
            fmt::format("the expert store's {} counter", name), c.*member);
   });
+  const ExpertCounters& d = decode_experts_;
+  single(out, "strata_decode_expert_claims_total", "counter",
+         "experts claimed by decode steps (not prompts)",
+         d.hits + d.readahead_hits + d.late_readaheads + d.misses);
+  single(out, "strata_decode_expert_served_total", "counter",
+         "of those, resident or read ahead in time", d.hits + d.readahead_hits);
+  single(out, "strata_decode_expert_bytes_read_total", "counter", "expert bytes decode steps read",
+         d.bytes_read);
   return out;
 }
 

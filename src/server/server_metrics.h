@@ -65,9 +65,10 @@ class ServerMetrics {
 
   void count_response(const std::string& endpoint, int status);
   void record_request(const RequestRecord& record);
-  // A prefill of `tokens` or a decode step of `tokens` sequences that took `seconds`.
+  // A prefill of `tokens` or a decode step of `tokens` sequences that took `seconds`; what the
+  // expert store did during the step (decode hit rates are reported apart from the prompts').
   void record_prefill(int64_t tokens, double seconds);
-  void record_decode_step(int64_t tokens, double seconds);
+  void record_decode_step(int64_t tokens, double seconds, const ExpertCounters& experts);
   void record_cancelled();
   void set_engine(const EngineGauges& gauges);
   EngineGauges engine() const;
@@ -82,6 +83,7 @@ class ServerMetrics {
   uint64_t prefill_tokens_ = 0, decode_tokens_ = 0, decode_steps_ = 0, cancelled_ = 0;
   double prefill_seconds_ = 0, decode_seconds_ = 0;
   Histogram request_seconds_, first_token_seconds_, decode_batch_;
+  ExpertCounters decode_experts_;
   EngineGauges engine_;
 };
 

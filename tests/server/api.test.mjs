@@ -2,6 +2,7 @@
 // drive it: models, chat (whole and streamed), completions, a conversation's cached prefix,
 // stop sequences, cancellation by disconnecting, a full queue, and every class of bad request.
 import assert from "node:assert/strict";
+import net from "node:net";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { metric, startServer } from "./strata_server.mjs";
@@ -148,6 +149,41 @@ describe("bad requests get a 4xx and one clear message", () => {
       assert.match(body.error.message, message);
       assert.equal(typeof body.error.type, "string");
     }
+  });
+});
+
+describe("hostile bytes on the socket", () => {
+  // Sends `bytes` on a fresh connection and resolves with what came back (or "" on a reset).
+  const raw = (bytes) => new Promise((resolve) => {
+    const socket = net.connect(Number(new URL(server.url).port), "127.0.0.1");
+    let reply = "";
+    socket.on("data", (d) => { reply += d; });
+    socket.on("error", () => resolve(reply));
+    socket.on("close", () => resolve(reply));
+    socket.setTimeout(2000, () => socket.destroy());
+    socket.end(bytes);
+  });
+
+  test("malformed HTTP, random bytes and cut requests leave the server serving", async () => {
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const body = JSON.stringify({ messages: question, max_tokens: 2 });
+    const inputs = [
+      "GARBAGE\r\n\r\n", "GET\r\n\r\n", "POST /v1/chat/completions HTTP/1.1\r\n\r\n",
+      `POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n{`,
+      `POST /v1/chat/completions HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\n` +
+        body.slice(0, 10),
+      `GET /v1/models HTTP/1.1\r\n${"X: y\r\n".repeat(5000)}\r\n`,
+      `GET /${"a".repeat(100000)} HTTP/1.1\r\n\r\n`,
+      "POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ];
+    for (let i = 0; i < 40; ++i)
+      inputs.push(Buffer.from(Array.from({ length: 1 + Math.floor(random() * 2000) },
+                                         () => Math.floor(random() * 256))));
+    for (const input of inputs) await raw(input);
+    assert.equal((await fetch(server.url + "/health")).status, 200);
+    const reply = await client.chat.completions.create({ messages: question, max_tokens: 2 });
+    assert.equal(reply.choices.length, 1);
   });
 });
 

@@ -17,7 +17,8 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
-  await server?.stop();
+  const { code } = await server.stop();
+  assert.equal(code, 0, server.stderr());
 });
 
 test("a message sent from the page streams a reply and the arena view updates", async () => {
