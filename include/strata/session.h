@@ -80,6 +80,9 @@ class Session {
   std::span<const float> logits() const;
   // Empties the context.
   void reset();
+  // Keeps the first `n_tokens` of the context (all of it when it holds fewer); logits() is
+  // empty until the next feed.
+  void truncate(int64_t n_tokens);
 
   // Generates a continuation of `prompt`: the context is first cut back to the longest prefix
   // it shares with `prompt` (so a conversation re-sent with one more turn only computes the

@@ -113,8 +113,9 @@ Status Session::check_fits_context(int64_t n_tokens, std::string_view what) cons
 std::span<const float> Session::logits() const { return impl_->logits; }
 const SessionStats& Session::stats() const { return impl_->stats; }
 void Session::reset_stats() { impl_->stats = SessionStats(); }
-void Session::reset() {
-  impl_->context.clear();
+void Session::reset() { truncate(0); }
+void Session::truncate(int64_t n_tokens) {
+  impl_->context.resize(std::min(impl_->context.size(), size_t(std::max<int64_t>(0, n_tokens))));
   impl_->logits.clear();
 }
 

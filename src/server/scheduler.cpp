@@ -24,14 +24,21 @@ struct Scheduler::Running {
   GenerationJob job;
   StopSequences stops;
   GenerationOutcome outcome;
+  bool prefilling = true;  // its prompt is still being fed, a chunk per scheduler step
 };
 
-Scheduler::Scheduler(std::shared_ptr<Engine> engine, size_t queue_capacity, ServerMetrics& metrics)
-    : engine_(std::move(engine)), queue_capacity_(queue_capacity), metrics_(metrics) {}
+Scheduler::Scheduler(std::shared_ptr<Engine> engine, size_t queue_capacity, int64_t prefill_chunk,
+                     ServerMetrics& metrics)
+    : engine_(std::move(engine)),
+      queue_capacity_(queue_capacity),
+      prefill_chunk_(std::max<int64_t>(1, prefill_chunk)),
+      metrics_(metrics) {}
 
 Result<std::unique_ptr<Scheduler>> Scheduler::start(std::shared_ptr<Engine> engine, int parallel,
-                                                    size_t queue_capacity, ServerMetrics& metrics) {
-  std::unique_ptr<Scheduler> scheduler(new Scheduler(engine, queue_capacity, metrics));
+                                                    size_t queue_capacity, int64_t prefill_chunk,
+                                                    ServerMetrics& metrics) {
+  std::unique_ptr<Scheduler> scheduler(
+      new Scheduler(engine, queue_capacity, prefill_chunk, metrics));
   for (int i = 0; i < parallel; ++i) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(engine));
     scheduler->sessions_.push_back(std::move(session));
@@ -83,6 +90,7 @@ void Scheduler::loop() {
       if (stopping_) break;
       admit(lock);
     }
+    prefill_step();
     step();
     publish_state(
         std::none_of(running_.begin(), running_.end(), [](const auto& r) { return r != nullptr; }));
@@ -130,20 +138,37 @@ void Scheduler::admit(std::unique_lock<std::mutex>& lock) {
 
 void Scheduler::start_job(GenerationJob job, size_t slot) {
   Session& session = *sessions_[slot];
-  const auto start = Clock::now();
-  const Result<int64_t> reused = session.begin_generation(job.prompt, job.options);
-  GenerationOutcome outcome{.prompt_tokens = int64_t(job.prompt.size())};
-  if (!reused.ok()) {
-    outcome.status = reused.status();
-    complete(job, outcome);
-    return;
-  }
-  outcome.reused_prompt_tokens = reused.value();
-  metrics_.record_prefill(outcome.prompt_tokens - outcome.reused_prompt_tokens,
-                          seconds_since(start));
+  // At least one prompt token is fed, for fresh logits.
+  const int64_t reused =
+      std::min(session.shared_prefix(job.prompt), int64_t(job.prompt.size()) - 1);
+  session.truncate(reused);
+  GenerationOutcome outcome{.prompt_tokens = int64_t(job.prompt.size()),
+                            .reused_prompt_tokens = reused};
   std::vector<std::string> stop = job.stop;
   running_[slot] = std::make_unique<Running>(
       Running{.job = std::move(job), .stops = StopSequences(std::move(stop)), .outcome = outcome});
+}
+
+void Scheduler::prefill_step() {
+  const auto prefilling = std::find_if(running_.begin(), running_.end(),
+                                       [](const auto& r) { return r && r->prefilling; });
+  if (prefilling == running_.end()) return;
+  const size_t slot = size_t(prefilling - running_.begin());
+  Running& r = **prefilling;
+  Session& session = *sessions_[slot];
+  const std::span<const int32_t> prompt = r.job.prompt;
+  const int64_t fed = session.n_past(), left = int64_t(prompt.size()) - fed;
+  const auto start = Clock::now();
+  Status status;
+  if (left > prefill_chunk_) {
+    status = session.feed(prompt.subspan(size_t(fed), size_t(prefill_chunk_)));
+  } else {
+    // The last chunk: the generation starts from its logits.
+    status = session.begin_generation(prompt, r.job.options).status();
+    r.prefilling = false;
+  }
+  metrics_.record_prefill(session.n_past() - fed, seconds_since(start));
+  if (!status.ok()) finish(slot, "error", status);
 }
 
 void Scheduler::step() {
@@ -151,7 +176,7 @@ void Scheduler::step() {
   std::vector<int32_t> tokens;
   std::vector<size_t> slots;
   for (size_t slot = 0; slot < sessions_.size(); ++slot) {
-    if (!running_[slot]) continue;
+    if (!running_[slot] || running_[slot]->prefilling) continue;
     Running& r = *running_[slot];
     Session& session = *sessions_[slot];
     const Session::Sampled next = session.sample_next();

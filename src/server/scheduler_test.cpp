@@ -11,8 +11,9 @@ namespace {
 
 const std::string kModel = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
 
-std::shared_ptr<Engine> open_engine(int sessions) {
+std::shared_ptr<Engine> open_engine(int sessions, int64_t prefill_chunk = 256) {
   SessionOptions options;
+  options.prefill_chunk = prefill_chunk;
   options.model_path = kModel;
   options.n_threads = 2;
   options.n_ctx = 256;
@@ -76,7 +77,7 @@ TEST(Scheduler, RepliesAsASessionGeneratesAndReusesTheCachedPrefix) {
                     .ok());
   }
   ServerMetrics metrics;
-  auto scheduler = Scheduler::start(engine, 2, 4, metrics);
+  auto scheduler = Scheduler::start(engine, 2, 4, 256, metrics);
   ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
   const Reply first = submit(*scheduler.value(), prompt, 12).get();
   ASSERT_TRUE(first.outcome.status.ok()) << first.outcome.status.message();
@@ -96,7 +97,7 @@ TEST(Scheduler, RepliesAsASessionGeneratesAndReusesTheCachedPrefix) {
 TEST(Scheduler, DecodesSequencesTogetherAndCancelsWhenTheClientGoes) {
   auto engine = open_engine(3);
   ServerMetrics metrics;
-  auto scheduler = Scheduler::start(engine, 3, 8, metrics);
+  auto scheduler = Scheduler::start(engine, 3, 8, 256, metrics);
   ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
   auto a = submit(*scheduler.value(), engine->tokenize("The river"), 16);
   auto b = submit(*scheduler.value(), engine->tokenize("SELECT * FROM"), 16);
@@ -117,10 +118,49 @@ TEST(Scheduler, DecodesSequencesTogetherAndCancelsWhenTheClientGoes) {
   EXPECT_NE(text.find("strata_cancelled_requests_total 1\n"), std::string::npos);
 }
 
+// The greedy continuation of `prompt` by a session of its own.
+std::string alone(const std::vector<int32_t>& prompt, int max_tokens, int64_t prefill_chunk) {
+  auto session = Session::open(open_engine(1, prefill_chunk));
+  EXPECT_TRUE(session.ok());
+  GenerateOptions options;
+  options.max_tokens = max_tokens;
+  options.temperature = 0;
+  options.stop_at_end_of_generation = false;
+  std::string text;
+  EXPECT_TRUE(session.value()
+                  ->generate(prompt, options,
+                             [&](int32_t, std::string_view t) {
+                               text += t;
+                               return true;
+                             })
+                  .ok());
+  return text;
+}
+
+TEST(Scheduler, FeedsALongPromptInChunksBetweenTheOthersDecodeSteps) {
+  constexpr int64_t kChunk = 16;
+  auto engine = open_engine(2, kChunk);
+  ServerMetrics metrics;
+  auto scheduler = Scheduler::start(engine, 2, 4, kChunk, metrics);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
+  const std::vector<int32_t> short_prompt = engine->tokenize("The river");
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "def f" + std::to_string(i) + "(x):\n    return x + 1\n";
+  const std::vector<int32_t> long_prompt = engine->tokenize(text);
+  ASSERT_GT(long_prompt.size(), size_t(6 * kChunk));
+  auto first = submit(*scheduler.value(), short_prompt, 40);
+  auto second = submit(*scheduler.value(), long_prompt, 8);
+  const Reply a = first.get(), b = second.get();
+  EXPECT_EQ(a.outcome.completion_tokens, 40);
+  // Fed a chunk per step, the prompt is what a session computes feeding it in the same chunks.
+  EXPECT_EQ(b.text, alone(long_prompt, 8, kChunk));
+  EXPECT_EQ(b.outcome.prompt_tokens, int64_t(long_prompt.size()));
+}
+
 TEST(Scheduler, RefusesWhenEverySessionIsBusyAndItsQueueIsFull) {
   auto engine = open_engine(1);
   ServerMetrics metrics;
-  auto scheduler = Scheduler::start(engine, 1, 1, metrics);
+  auto scheduler = Scheduler::start(engine, 1, 1, 256, metrics);
   ASSERT_TRUE(scheduler.ok());
   auto running = submit(*scheduler.value(), engine->tokenize("The river"), 200);
   auto queued = submit(*scheduler.value(), engine->tokenize("The sea"), 2);

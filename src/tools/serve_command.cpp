@@ -44,8 +44,8 @@ int serve(const ServeFlags& flags) {
   const auto engine = Engine::open(resolved.session.options);
   if (!engine.ok()) return report_failure(engine.status());
   server::ServerMetrics metrics;
-  auto scheduler =
-      server::Scheduler::start(engine.value(), flags.parallel, size_t(flags.queue), metrics);
+  auto scheduler = server::Scheduler::start(engine.value(), flags.parallel, size_t(flags.queue),
+                                            resolved.session.options.prefill_chunk, metrics);
   if (!scheduler.ok()) return report_failure(scheduler.status());
   server::ServerOptions options = resolved.server;
   if (options.model_name.empty())
