@@ -39,17 +39,22 @@ class Server:
                 (line.rsplit(" ", 1) for line in text.splitlines()
                  if line and not line.startswith("#") and "{" not in line)}
 
+    def _post(self, body):
+        """An open connection and the response to a chat request of `body`."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        connection.request("POST", "/v1/chat/completions", json.dumps(body),
+                           {"Content-Type": "application/json"})
+        return connection, connection.getresponse()
+
     def request(self, prompt, max_tokens):
         """One streamed request: its latency, time to first token and tokens generated."""
-        body = json.dumps({"messages": [{"role": "user", "content": prompt}],
-                           "max_tokens": max_tokens, "temperature": 0.7, "seed": 1,
-                           "stream": True, "stream_options": {"include_usage": True}})
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+                "temperature": 0.7, "seed": 1, "stream": True,
+                "stream_options": {"include_usage": True}}
         start = time.perf_counter()
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        connection = None
         try:
-            connection.request("POST", "/v1/chat/completions", body,
-                               {"Content-Type": "application/json"})
-            response = connection.getresponse()
+            connection, response = self._post(body)
             if response.status != 200:
                 return {"ok": False, "status": response.status}
             first, usage = None, None
@@ -67,20 +72,18 @@ class Server:
         except OSError as error:
             return {"ok": False, "status": str(error)}
         finally:
-            connection.close()
+            if connection:
+                connection.close()
         return {"ok": usage is not None, "seconds": time.perf_counter() - start,
                 "first_token_seconds": None if first is None else first - start,
                 "completion_tokens": usage["completion_tokens"] if usage else 0}
 
     def chat(self, messages, max_tokens):
         """One whole (not streamed) greedy chat request: its JSON reply and seconds."""
-        body = json.dumps({"messages": messages, "max_tokens": max_tokens, "temperature": 0})
         start = time.perf_counter()
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        connection, response = self._post(
+            {"messages": messages, "max_tokens": max_tokens, "temperature": 0})
         try:
-            connection.request("POST", "/v1/chat/completions", body,
-                               {"Content-Type": "application/json"})
-            response = connection.getresponse()
             reply = json.loads(response.read())
         finally:
             connection.close()

@@ -57,31 +57,34 @@ std::future<Reply> submit(Scheduler& scheduler, const std::vector<int32_t>& prom
   return future;
 }
 
+// The greedy continuation of `prompt` by a session of its own.
+std::string alone(const std::vector<int32_t>& prompt, int max_tokens, int64_t prefill_chunk) {
+  auto session = Session::open(open_engine(1, prefill_chunk));
+  EXPECT_TRUE(session.ok());
+  GenerateOptions options;
+  options.max_tokens = max_tokens;
+  options.temperature = 0;
+  options.stop_at_end_of_generation = false;
+  std::string text;
+  EXPECT_TRUE(session.value()
+                  ->generate(prompt, options,
+                             [&](int32_t, std::string_view t) {
+                               text += t;
+                               return true;
+                             })
+                  .ok());
+  return text;
+}
+
 TEST(Scheduler, RepliesAsASessionGeneratesAndReusesTheCachedPrefix) {
   auto engine = open_engine(2);
   const std::vector<int32_t> prompt = engine->tokenize("def add(a, b):\n    return");
-  std::string alone;
-  {
-    auto session = Session::open(open_engine(1));
-    ASSERT_TRUE(session.ok());
-    GenerateOptions options;
-    options.max_tokens = 12;
-    options.temperature = 0;
-    options.stop_at_end_of_generation = false;
-    ASSERT_TRUE(session.value()
-                    ->generate(prompt, options,
-                               [&](int32_t, std::string_view t) {
-                                 alone += t;
-                                 return true;
-                               })
-                    .ok());
-  }
   ServerMetrics metrics;
   auto scheduler = Scheduler::start(engine, 2, 4, 256, metrics);
   ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
   const Reply first = submit(*scheduler.value(), prompt, 12).get();
   ASSERT_TRUE(first.outcome.status.ok()) << first.outcome.status.message();
-  EXPECT_EQ(first.text, alone);
+  EXPECT_EQ(first.text, alone(prompt, 12, 256));
   EXPECT_EQ(first.outcome.finish_reason, "length");
   EXPECT_EQ(first.outcome.completion_tokens, 12);
   EXPECT_EQ(first.outcome.reused_prompt_tokens, 0);
@@ -116,25 +119,6 @@ TEST(Scheduler, DecodesSequencesTogetherAndCancelsWhenTheClientGoes) {
   const uint64_t single_steps = std::stoull(text.substr(at + single_bucket.size()));
   EXPECT_LT(single_steps * 2, totals.decode_tokens) << text;
   EXPECT_NE(text.find("strata_cancelled_requests_total 1\n"), std::string::npos);
-}
-
-// The greedy continuation of `prompt` by a session of its own.
-std::string alone(const std::vector<int32_t>& prompt, int max_tokens, int64_t prefill_chunk) {
-  auto session = Session::open(open_engine(1, prefill_chunk));
-  EXPECT_TRUE(session.ok());
-  GenerateOptions options;
-  options.max_tokens = max_tokens;
-  options.temperature = 0;
-  options.stop_at_end_of_generation = false;
-  std::string text;
-  EXPECT_TRUE(session.value()
-                  ->generate(prompt, options,
-                             [&](int32_t, std::string_view t) {
-                               text += t;
-                               return true;
-                             })
-                  .ok());
-  return text;
 }
 
 TEST(Scheduler, FeedsALongPromptInChunksBetweenTheOthersDecodeSteps) {
