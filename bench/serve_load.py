@@ -15,7 +15,6 @@ experts; 0 where the expert store counts no claims: every expert resident on the
 medians over the rounds and writes every run, with provenance, as JSON. Python's standard
 library only: it runs on the GPU machine too.
 """
-import argparse
 import json
 import os
 import pathlib
@@ -27,26 +26,20 @@ import sys
 import threading
 import time
 
-from strata_server import Server
+from strata_server import Server, bench_arguments
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv):
-    split = argv.index("--") if "--" in argv else len(argv)
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", default="build/strata")
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--out", required=True)
+    parser = bench_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--parallel", default="1,4")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=25)
     parser.add_argument("--max-tokens", default="16,48,96")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--text", default=str(ROOT.parent / "shared/eval/en_prose.jsonl"))
-    args = parser.parse_args(argv[:split])
-    args.serve = argv[split + 1:]
-    return args
+    return parser.parse(argv)
 
 
 def prompts(path):

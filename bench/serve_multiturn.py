@@ -14,7 +14,6 @@ hit rate over the request (prefill and decode) and over its decode steps, latenc
 bytes read. Writes every measurement, with provenance, as JSON; prints medians over the
 conversations.
 """
-import argparse
 import json
 import pathlib
 import re
@@ -23,24 +22,18 @@ import subprocess
 import sys
 import time
 
-from strata_server import Server
+from strata_server import Server, bench_arguments
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv):
-    split = argv.index("--") if "--" in argv else len(argv)
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--binary", default="build/strata")
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--out", required=True)
+    parser = bench_arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=3)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--text", default=str(ROOT.parent / "shared/eval/chat.jsonl"))
-    args = parser.parse_args(argv[:split])
-    args.serve = argv[split + 1:]
-    return args
+    return parser.parse(argv)
 
 
 def conversations(path, turns, count):

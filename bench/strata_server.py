@@ -1,5 +1,6 @@
 """`strata serve` for the bench scripts: started on a free loopback port, its /metrics read, chat
 requests sent whole or streamed. Python's standard library only."""
+import argparse
 import http.client
 import json
 import re
@@ -7,6 +8,24 @@ import subprocess
 import threading
 import time
 import urllib.request
+
+
+def bench_arguments(description):
+    """A parser with the flags every serve bench takes (--binary, --model, --out); its
+    parse(argv) splits off what follows "--" as the server's own flags (args.serve)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--binary", default="build/strata")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--out", required=True)
+
+    def parse(argv):
+        split = argv.index("--") if "--" in argv else len(argv)
+        args = parser.parse_args(argv[:split])
+        args.serve = argv[split + 1:]
+        return args
+
+    parser.parse = parse
+    return parser
 
 
 class Server:
