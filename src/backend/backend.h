@@ -157,6 +157,24 @@ class Backend {
   // moe_out[t] = sum_i weights[t][i] · output row row_of_pick[t * k + i], in pick order.
   virtual void mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights,
                            int k, Activations moe_out) = 0;
+
+  // Routing in place: where the backend's memory holds every expert of a layer (a GPU with all
+  // weights resident), route(), gather_expert_inputs(), compute_experts() and mix_experts() as
+  // one op for a decode batch, the picks staying in the backend's memory until logits() has
+  // run, so that the host does not wait for the device once a layer. Each pick's row is
+  // computed on its own (two tokens routed to one expert read it twice), which gives the same
+  // bits as the rows grouped by expert.
+  static constexpr int64_t kMaxTokensRoutedInPlace = 8;
+  virtual bool routes_in_place() const { return false; }
+  // REQUIRES: routes_in_place(); x.n_rows <= kMaxTokensRoutedInPlace; `experts` [n_expert] the
+  // same for a layer at every call.
+  virtual void route_and_compute_experts(int layer, const Matrix& router, Activations x,
+                                         const RouteRequest& request,
+                                         std::span<const ExpertMatrices> experts,
+                                         Activations moe_out);
+  // After logits(): the picks and weights of route_and_compute_experts(layer, ...) in this
+  // forward pass, in host memory valid until the next forward pass.
+  virtual RouteResult routed_in_place(int layer);
   // moe_out += down(silu(gate · x) ⊙ up · x) [· sigmoid(gate_input · x)].
   virtual void shared_expert(const SharedExpertWeights& weights, Activations x,
                              Activations moe_out) = 0;

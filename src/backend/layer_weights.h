@@ -21,4 +21,9 @@ struct SharedExpertWeights {
   Vector gate_input;  // [n_embd]
 };
 
+// One routed expert's matrices, where every expert of a layer is resident.
+struct ExpertMatrices {
+  Matrix gate, up, down;
+};
+
 }  // namespace strata

@@ -271,42 +271,48 @@ void CudaBackend::rms_norm(const Vector& weight, Activations x, Activations out)
   written(out.data);
 }
 
-RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
+void CudaBackend::route_on_device(const Matrix& router, Activations x,
+                                  const RouteRequest& request) {
   const int64_t n = x.n_rows, n_expert = router.n_out;
-  const int k = request.k;
-  const size_t count = size_t(n * k);
+  const Product product{&router, converted(x, router.type),
+                        task_for(router, 0, n, scratch_.router_logits.as<float>(), n_expert)};
+  run({&product, 1});
+  const bool cache_aware = request.moce_bonus != 0.0f;
+  if (cache_aware) upload(request.resident, scratch_.resident, "copying residency to the device");
+  RouteLaunch launch;
+  launch.logits = scratch_.router_logits.as<float>();
+  launch.n_tokens = n;
+  launch.n_expert = n_expert;
+  launch.k = request.k;
+  launch.renormalize = request.renormalize;
+  launch.moce_bonus = request.moce_bonus;
+  launch.moce_protect = request.moce_protect;
+  launch.resident = cache_aware ? scratch_.resident.data() : nullptr;
+  launch.picks = scratch_.route_out.as<int32_t>();
+  launch.weights = reinterpret_cast<float*>(scratch_.route_out.as<int32_t>() + n * request.k);
+  ok(launch_route(launch, stream_), "routing");
+}
+
+RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
+  const size_t count = size_t(x.n_rows * request.k);
   if (failure_.ok()) {
-    const Product product{&router, converted(x, router.type),
-                          task_for(router, 0, n, scratch_.router_logits.as<float>(), n_expert)};
-    run({&product, 1});
-    const bool cache_aware = request.moce_bonus != 0.0f;
-    if (cache_aware) upload(request.resident, scratch_.resident, "copying residency to the device");
-    RouteLaunch launch;
-    launch.logits = scratch_.router_logits.as<float>();
-    launch.n_tokens = n;
-    launch.n_expert = n_expert;
-    launch.k = k;
-    launch.renormalize = request.renormalize;
-    launch.moce_bonus = request.moce_bonus;
-    launch.moce_protect = request.moce_protect;
-    launch.resident = cache_aware ? scratch_.resident.data() : nullptr;
-    launch.picks = scratch_.route_out.as<int32_t>();
-    launch.weights = reinterpret_cast<float*>(scratch_.route_out.as<int32_t>() + count);
-    ok(launch_route(launch, stream_), "routing");
+    route_on_device(router, x, request);
     if (failure_.ok())
       ok(cudaMemcpyAsync(scratch_.route_readback.data(), scratch_.route_out.data(), 2 * count * 4,
                          cudaMemcpyDeviceToHost, stream_),
          "copying routes to the host");
     if (failure_.ok()) ok(cudaStreamSynchronize(stream_), "routing");
   }
-  if (!failure_.ok()) {
-    // Valid expert ids, so that the layer loop runs to its end and reports the failure.
-    picks_.assign(count, 0);
-    weights_out_.assign(count, 0.0f);
-    return {picks_, weights_out_};
-  }
+  if (!failure_.ok()) return meaningless_route(count);
   const int32_t* picks = scratch_.route_readback.as<int32_t>();
   return {{picks, count}, {reinterpret_cast<const float*>(picks + count), count}};
+}
+
+RouteResult CudaBackend::meaningless_route(size_t count) {
+  // Valid expert ids, so that the layer loop runs to its end and reports the failure.
+  picks_.assign(count, 0);
+  weights_out_.assign(count, 0.0f);
+  return {picks_, weights_out_};
 }
 
 std::span<const int32_t> CudaBackend::rank_experts(const Matrix& router, Activations x, int count) {
@@ -423,7 +429,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const ModelShape& shape, int 
         "--device cuda: {} experts, {} per token, are more than the routing "
         "kernel takes ({}, {})",
         shape.n_expert, shape.n_expert_used, cuda::kMaxRoutedExperts, cuda::kMaxExpertsUsed);
-  // The host waits for every layer's routes: spinning answers sooner than sleeping.
+  // The host waits for the routes of layers not routed in place: spinning answers sooner than
+  // sleeping.
   cudaSetDeviceFlags(cudaDeviceScheduleSpin);
   cudaGetLastError();  // fails harmlessly where the device's context exists already
   STRATA_RETURN_IF_ERROR(cuda::cuda_status(cudaSetDevice(device), "selecting the device"));

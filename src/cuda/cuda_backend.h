@@ -2,8 +2,9 @@
 // memory (placed there by the model layer, weight_placement.h), the KV cache and the scratch
 // there too, and the kernels of src/cuda/ on one stream.
 //
-// The host waits for the device where it needs a result: the router's picks (route(), once per
-// MoE layer), read-ahead rankings, logits and what observers read. A failed launch, copy or
+// The host waits for the device where it needs a result: logits, read-ahead rankings, what
+// observers read, and the router's picks (route(), once per MoE layer) except where the layer's
+// experts are all in device memory and routed in place (cuda_routing_in_place.cpp). A failed launch, copy or
 // allocation is kept (failure()); from then on the ops compute nothing and return valid but
 // meaningless routes, so the forward pass ends and reports it instead of computing garbage.
 #pragma once
@@ -58,6 +59,12 @@ class CudaBackend final : public Backend {
   void compute_experts(std::span<const ExpertJob> jobs) override;
   void mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights, int k,
                    Activations moe_out) override;
+  bool routes_in_place() const override { return true; }
+  void route_and_compute_experts(int layer, const Matrix& router, Activations x,
+                                 const RouteRequest& request,
+                                 std::span<const ExpertMatrices> experts,
+                                 Activations moe_out) override;
+  RouteResult routed_in_place(int layer) override;
   void shared_expert(const SharedExpertWeights& weights, Activations x,
                      Activations moe_out) override;
   void add(Activations x, Activations y) override;
@@ -83,6 +90,15 @@ class CudaBackend final : public Backend {
   void written(const float* buffer);
   // Launches the products, those that share a format, row length and input in one launch each.
   void run(std::span<const Product> products);
+  // The router's product and the routing kernel: picks then weights [rows][k] in route_out.
+  void route_on_device(const Matrix& router, Activations x, const RouteRequest& request);
+  RouteResult meaningless_route(size_t count);
+  // The experts' device pointers of a layer routed in place: gate, up, down [n_expert] each.
+  const uint8_t* const* expert_table(int layer, std::span<const ExpertMatrices> experts);
+  // One routed product per pick of x's rows (routing in place): row p of y is the product of
+  // `part` of expert picks[p] with row p / k of x.
+  void run_routed(const Matrix& part, ActivationRows x, const uint8_t* const* weights,
+                  int64_t n_picks, float* y, Epilogue epilogue, const float* gate);
   MatmulTask task_for(const Matrix& w, int64_t x_first, int64_t n_cols, float* y, int64_t y_stride);
   const float* device_vector(const Vector& v) const;
   // Copies host values to the device buffer, asynchronously (the host copy may change after).
@@ -106,6 +122,8 @@ class CudaBackend final : public Backend {
   QuantType down_input_type_ = QuantType::kF32;
   // Host copies the ops hand out.
   std::vector<int32_t> picks_, ranked_, host_ints_;
+  std::vector<const uint8_t*> host_table_;
+  int64_t tokens_routed_in_place_ = 0;  // this forward pass's
   std::vector<float> weights_out_, row_product_, host_view_, host_floats_;
 };
 

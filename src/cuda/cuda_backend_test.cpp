@@ -137,6 +137,37 @@ struct LayerOutputs {
   std::vector<std::vector<float>> weights;
 };
 
+// The routed experts of batch.normed as the model layer computes them with the host routing
+// (model/transformer.cpp): rows grouped by expert, in two claims as a store handing out experts
+// as they arrive would.
+void routed_experts(Backend& backend, const RandomWeights& w, const ModelShape& s,
+                    BatchActivations& batch, std::span<const int32_t> picks,
+                    std::span<const float> weights, int k) {
+  const int64_t n = batch.normed.n_rows;
+  std::vector<int64_t> rows(size_t(s.n_expert), 0), first(size_t(s.n_expert), 0);
+  for (const int32_t e : picks) ++rows[size_t(e)];
+  for (int64_t e = 1; e < s.n_expert; ++e)
+    first[size_t(e)] = first[size_t(e - 1)] + rows[size_t(e - 1)];
+  std::vector<int64_t> row_of_pick(size_t(n * k)), token_of_row(size_t(n * k));
+  std::vector<int64_t> filled(size_t(s.n_expert), 0);
+  for (size_t p = 0; p < row_of_pick.size(); ++p) {
+    const size_t e = size_t(picks[p]);
+    row_of_pick[p] = first[e] + filled[e]++;
+    token_of_row[size_t(row_of_pick[p])] = int64_t(p) / k;
+  }
+  backend.gather_expert_inputs(batch.normed, token_of_row, w.gate[0].type, w.up[0].type,
+                               w.down[0].type);
+  std::vector<ExpertJob> jobs;
+  for (int64_t e = 0; e < s.n_expert; ++e)
+    if (rows[size_t(e)] > 0)
+      jobs.push_back({w.gate[size_t(e)], w.up[size_t(e)], w.down[size_t(e)], first[size_t(e)],
+                      rows[size_t(e)]});
+  const size_t half = jobs.size() / 2;
+  backend.compute_experts(std::span(jobs).first(half));
+  backend.compute_experts(std::span(jobs).subspan(half));
+  backend.mix_experts(row_of_pick, weights, k, batch.moe_out);
+}
+
 LayerOutputs run_layer(Backend& backend, RandomWeights& w, const ModelShape& s,
                        const RouteRequest& request) {
   LayerOutputs out;
@@ -157,31 +188,7 @@ LayerOutputs run_layer(Backend& backend, RandomWeights& w, const ModelShape& s,
     out.weights.emplace_back(route.weights.begin(), route.weights.end());
     const auto ranked = backend.rank_experts(w.router, batch.normed, 6);
     out.ranked.emplace_back(ranked.begin(), ranked.end());
-    // The model layer's grouping of rows by expert (model/transformer.cpp).
-    const int k = request.k;
-    std::vector<int64_t> rows(size_t(s.n_expert), 0), first(size_t(s.n_expert), 0);
-    for (const int32_t e : out.picks.back()) ++rows[size_t(e)];
-    for (int64_t e = 1; e < s.n_expert; ++e)
-      first[size_t(e)] = first[size_t(e - 1)] + rows[size_t(e - 1)];
-    std::vector<int64_t> row_of_pick(size_t(c.n * k)), token_of_row(size_t(c.n * k));
-    std::vector<int64_t> filled(size_t(s.n_expert), 0);
-    for (size_t p = 0; p < row_of_pick.size(); ++p) {
-      const size_t e = size_t(out.picks.back()[p]);
-      row_of_pick[p] = first[e] + filled[e]++;
-      token_of_row[size_t(row_of_pick[p])] = int64_t(p) / k;
-    }
-    backend.gather_expert_inputs(batch.normed, token_of_row, w.gate[0].type, w.up[0].type,
-                                 w.down[0].type);
-    std::vector<ExpertJob> jobs;
-    for (int64_t e = 0; e < s.n_expert; ++e)
-      if (rows[size_t(e)] > 0)
-        jobs.push_back({w.gate[size_t(e)], w.up[size_t(e)], w.down[size_t(e)], first[size_t(e)],
-                        rows[size_t(e)]});
-    // In two claims, as a store handing out experts as they arrive would.
-    const size_t half = jobs.size() / 2;
-    backend.compute_experts(std::span(jobs).first(half));
-    backend.compute_experts(std::span(jobs).subspan(half));
-    backend.mix_experts(row_of_pick, out.weights.back(), k, batch.moe_out);
+    routed_experts(backend, w, s, batch, out.picks.back(), out.weights.back(), request.k);
     backend.shared_expert(w.shared, batch.normed, batch.moe_out);
     const auto moe = backend.host_view(batch.moe_out);
     out.moe.emplace_back(moe.begin(), moe.end());
@@ -228,8 +235,53 @@ TEST_P(GpuBackendOps, ComputeWhatTheCpuBackendComputes) {
   }
 }
 
+// Routing in place (the picks never leaving the device) against the host routing with the rows
+// grouped by expert: the same picks, weights and routed experts' output, to the bit, for a token
+// alone and for batches whose tokens share every expert.
+TEST_P(GpuBackendOps, RouteInPlaceAsTheHostRoutes) {
+  SKIP_WITHOUT_GPU();
+  const ModelShape shape = test_shape();
+  RandomWeights weights(shape, GetParam());
+  auto made = make_cuda_backend(shape, 0);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  Backend& gpu = *made.value();
+  ASSERT_TRUE(gpu.routes_in_place());
+  weights.place_on(gpu);
+  std::vector<ExpertMatrices> experts;
+  for (int64_t e = 0; e < shape.n_expert; ++e)
+    experts.push_back({weights.gate[size_t(e)], weights.up[size_t(e)], weights.down[size_t(e)]});
+  const RouteRequest request{.k = 4, .renormalize = true};
+  for (const int64_t n : {int64_t(1), int64_t(3), Backend::kMaxTokensRoutedInPlace}) {
+    SCOPED_TRACE(std::to_string(n) + " tokens");
+    // Odd tokens are one token: their rows pick the same experts.
+    std::vector<int32_t> tokens(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) tokens[size_t(t)] = int32_t(t % 2 ? 7 : t * 37 % shape.n_vocab);
+    BatchActivations& batch = gpu.begin_batch(n);
+    gpu.embed(weights.embedding, tokens, batch.hidden);
+    gpu.rms_norm(weights.ffn_norm, batch.hidden, batch.normed);
+    const RouteResult host = gpu.route(weights.router, batch.normed, request);
+    const std::vector<int32_t> picks(host.picks.begin(), host.picks.end());
+    const std::vector<float> mixture(host.weights.begin(), host.weights.end());
+    routed_experts(gpu, weights, shape, batch, picks, mixture, request.k);
+    const auto grouped_view = gpu.host_view(batch.moe_out);
+    const std::vector<float> grouped(grouped_view.begin(), grouped_view.end());
+
+    gpu.route_and_compute_experts(0, weights.router, batch.normed, request, experts,
+                                  batch.moe_out);
+    std::vector<float> logits;
+    gpu.logits(weights.output_norm, weights.output, batch.hidden, 0, logits);
+    const RouteResult in_place = gpu.routed_in_place(0);
+    EXPECT_EQ(std::vector<int32_t>(in_place.picks.begin(), in_place.picks.end()), picks);
+    EXPECT_EQ(std::vector<float>(in_place.weights.begin(), in_place.weights.end()), mixture);
+    const auto moe = gpu.host_view(batch.moe_out);
+    EXPECT_EQ(std::vector<float>(moe.begin(), moe.end()), grouped);
+    EXPECT_TRUE(gpu.failure().ok()) << gpu.failure().message();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, GpuBackendOps,
-                         ::testing::Values(QuantType::kF32, QuantType::kQ8_0, QuantType::kQ4_K),
+                         ::testing::Values(QuantType::kF32, QuantType::kQ8_0, QuantType::kQ4_0,
+                                           QuantType::kQ4_K),
                          [](const auto& info) {
                            return std::string(quant_traits(info.param).name);
                          });

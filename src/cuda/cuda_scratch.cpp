@@ -94,6 +94,11 @@ void CudaScratch::visit(const ModelShape& m, int64_t tokens, Visitor&& visitor) 
   visitor(token_of_row, T * n_used * 4, "routing");
   visitor(mix_inputs, 2 * T * n_used * 4, "routing");
   visitor(resident, n_expert, "routing");
+  const uint64_t in_place = uint64_t(tokens_routed_in_place(tokens)) * n_used;
+  visitor(pick_tokens, in_place * 4, "routing");
+  visitor(pick_rows, in_place * 4, "routing");
+  visitor(expert_tables, tokens > 0 ? uint64_t(m.n_layer) * 3 * n_expert * sizeof(void*) : 0,
+          "routing");
   for (ConvertedRows& set : general) visitor(set, T * std::max({E, q_dim, Fs}));
   visitor(gathered_gate, T * E);
   visitor(gathered_up, T * E);
@@ -108,12 +113,29 @@ Status CudaScratch::allocate(const ModelShape& model, int64_t tokens) {
   STRATA_ASSIGN_OR_RETURN(
       route_readback,
       PinnedBuffer::allocate(size_t(2 * tokens * model.n_expert_used * 4), "routing results"));
-  return Status();
+  const size_t in_place = size_t(tokens_routed_in_place(tokens) * model.n_expert_used);
+  STRATA_ASSIGN_OR_RETURN(routes_in_place,
+                          PinnedBuffer::allocate(size_t(model.n_layer) * 2 * in_place * 4,
+                                                 "routing results"));
+  expert_tables_written.assign(size_t(model.n_layer), 0);
+  std::vector<int32_t> maps(2 * in_place);
+  for (size_t p = 0; p < in_place; ++p) {
+    maps[p] = int32_t(p / size_t(model.n_expert_used));
+    maps[in_place + p] = int32_t(p);
+  }
+  STRATA_RETURN_IF_ERROR(cuda_status(
+      cudaMemcpy(pick_tokens.data(), maps.data(), in_place * 4, cudaMemcpyHostToDevice),
+      "copying routing maps to the device"));
+  return cuda_status(
+      cudaMemcpy(pick_rows.data(), maps.data() + in_place, in_place * 4, cudaMemcpyHostToDevice),
+      "copying routing maps to the device");
 }
 
 void CudaScratch::release() {
   visit(ModelShape(), 0, Releaser());
   route_readback = PinnedBuffer();
+  routes_in_place = PinnedBuffer();
+  expert_tables_written.clear();
   logits = DeviceBuffer();
   row_product = DeviceBuffer();
 }

@@ -7,8 +7,10 @@
 
 #include <strata/status.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "backend/backend.h"
 #include "cuda/activation_chunks.h"
@@ -49,19 +51,29 @@ struct CudaScratch {
   // Inputs from the host: token ids [tokens], the gathered rows' tokens [tokens * k], the mix's
   // rows then weights [tokens * k], the residency routing sees [n_expert].
   DeviceBuffer token_ids, token_of_row, mix_inputs, resident;
+  // Routing in place (Backend::routes_in_place), for up to kMaxTokensRoutedInPlace tokens:
+  // each pick's token and its own row, [tokens * k] each, written at allocation; each expert's
+  // device pointers per layer, [n_layer][gate, up, down][n_expert], written at a layer's first
+  // use (expert_tables_written).
+  DeviceBuffer pick_tokens, pick_rows, expert_tables;
+  std::vector<uint8_t> expert_tables_written;  // [n_layer]
   // Conversions: general-purpose sets (the FFN input, attention input and output, the shared
   // expert's activations, the final norm), the experts' gathered inputs, their down inputs.
   static constexpr int kGeneralSets = 3;
   std::array<ConvertedRows, kGeneralSets> general;
   ConvertedRows gathered_gate, gathered_up, expert_input;
-  // Route results on the host: picks then weights [tokens][k].
-  PinnedBuffer route_readback;
+  // Route results on the host: picks then weights [tokens][k]; those of the layers routed in
+  // place, [n_layer][picks, weights][tokens routed in place][k].
+  PinnedBuffer route_readback, routes_in_place;
   // Sized on first use: logits rows [rows][n_vocab], the predictor's scores.
   DeviceBuffer logits, row_product;
 
   Status allocate(const ModelShape& model, int64_t tokens);
   void release();
   static uint64_t bytes_for(const ModelShape& model, const ScratchShape& shape);
+  static int64_t tokens_routed_in_place(int64_t tokens) {
+    return std::min(tokens, Backend::kMaxTokensRoutedInPlace);
+  }
 
  private:
   template <class Visitor>

@@ -31,6 +31,7 @@ struct MatmulShape {
   int64_t n_in;
   size_t row_bytes;
   ActivationRows x;
+  RoutedWeights experts;
 };
 
 template <class F>
@@ -44,6 +45,11 @@ __device__ __forceinline__ int task_of_block(const TaskTable& table, int64_t blo
   int t = 0;
   while (t + 1 < table.n_tasks && block >= table.first_block[t + 1]) ++t;
   return t;
+}
+
+__device__ __forceinline__ const uint8_t* weights_of(const MatmulShape& shape,
+                                                     const MatmulTask& task) {
+  return task.routed_pick < 0 ? task.w : shape.experts.weights[shape.experts.picks[task.routed_pick]];
 }
 
 __device__ __forceinline__ void finish(const MatmulTask& task, int64_t row, int64_t col,
@@ -70,6 +76,7 @@ __global__ void __launch_bounds__(kMatvecWarps * kWarpSize)
                   const __grid_constant__ TaskTable table) {
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
+  const uint8_t* const weights = weights_of(shape, task);
   const int64_t row =
       (int64_t(blockIdx.x) - table.first_block[t]) * kMatvecWarps + threadIdx.x / kWarpSize;
   if (row >= task.n_out) return;  // the whole warp: no barrier follows
@@ -79,7 +86,7 @@ __global__ void __launch_bounds__(kMatvecWarps * kWarpSize)
 #pragma unroll
   for (int c = 0; c < kMatvecMaxCols; ++c) acc[c] = 0.0f;
   for (int64_t chunk = lane; chunk < n_chunks; chunk += kWarpSize) {
-    const auto w = F::load(task.w, row, shape.row_bytes, chunk);
+    const auto w = F::load(weights, row, shape.row_bytes, chunk);
 #pragma unroll
     for (int c = 0; c < kMatvecMaxCols; ++c)
       if (c < task.n_cols)
@@ -120,6 +127,7 @@ __global__ void __launch_bounds__(kGemmThreads)
   __shared__ GemmStage stage;
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
+  const uint8_t* const weights = weights_of(shape, task);
   const int64_t row_tiles = (task.n_out + kTileRows - 1) / kTileRows;
   const int64_t tile = int64_t(blockIdx.x) - table.first_block[t];
   const int64_t row0 = tile % row_tiles * kTileRows, col0 = tile / row_tiles * kTileCols;
@@ -136,7 +144,7 @@ __global__ void __launch_bounds__(kGemmThreads)
       const int k = index / kTileRows, r = index % kTileRows;
       const int64_t chunk = chunk0 + k, row = row0 + r, col = col0 + r;
       stage.w[k][r] = chunk < n_chunks && row < task.n_out
-                          ? F::load(task.w, row, shape.row_bytes, chunk)
+                          ? F::load(weights, row, shape.row_bytes, chunk)
                           : zero_chunk<IntChunk>();
       stage.x[k][r] = chunk < n_chunks && col < task.n_cols
                           ? load_int_activation(shape.x, task.x_first + col, chunk)
@@ -406,6 +414,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   __shared__ __align__(16) uint8_t x_tile[kOrderedCols * kColumnBytes];
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
+  const uint8_t* const weights = weights_of(shape, task);
   const int64_t col0 = int64_t(blockIdx.y) * kOrderedCols;
   if (col0 >= task.n_cols) return;  // the whole block: before any barrier
   const int lane = threadIdx.x % kWarpSize, part = lane % kParts;
@@ -431,7 +440,7 @@ __global__ void __launch_bounds__(kOrderedWarps * kWarpSize)
   for (int64_t chunk0 = 0; chunk0 < n_chunks; chunk0 += kTileChunks) {
     const int64_t tile_chunks = n_chunks - chunk0 < kTileChunks ? n_chunks - chunk0 : kTileChunks;
     __syncthreads();  // the previous tile is read
-    stage_rows<F>(tile, task.w, shape.row_bytes, row0, n_rows, chunk0, tile_chunks);
+    stage_rows<F>(tile, weights, shape.row_bytes, row0, n_rows, chunk0, tile_chunks);
     stage_activations<F>(x_tile, shape.x, stored, n_cols, chunk0, tile_chunks);
     wait_for_async_copies();
     __syncthreads();
@@ -512,6 +521,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ float minimums[kMinimum ? kRows * kStride : 1];
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
+  const uint8_t* const weights = weights_of(shape, task);
   const int64_t row0 = (int64_t(blockIdx.x) - table.first_block[t]) * kRows;
   const int64_t n_chunks = shape.n_in / kChunkWeights;
   const int64_t x_row = stored_row(shape.x, task.x_first);
@@ -534,7 +544,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
       const int b = kGroupedQ4_0<F> ? i / 8 % kDecodeTileChunks : i % kDecodeTileChunks;
       if (b >= tile_chunks || row0 + r >= task.n_out) continue;
       const int64_t chunk = chunk0 + b;
-      const IntChunk w = F::load(task.w, row0 + r, shape.row_bytes, chunk);
+      const IntChunk w = F::load(weights, row0 + r, shape.row_bytes, chunk);
       const auto* quants = reinterpret_cast<const uint32_t*>(x_values + chunk * kChunkWeights);
       int32_t* out = products + (r * kStride + b) * kParts;
 #pragma unroll
@@ -587,6 +597,7 @@ __global__ void __launch_bounds__(kWarpSize)
   __shared__ __align__(16) uint8_t x_tile[kTile * kXBytes];
   const int t = task_of_block(table, blockIdx.x);
   const MatmulTask& task = table.task[t];
+  const uint8_t* const weights = weights_of(shape, task);
   const int64_t row0 = (int64_t(blockIdx.x) - table.first_block[t]) * kFloatDecodeRows;
   const int local_row = int(threadIdx.x) / kParts, part = int(threadIdx.x) % kParts;
   const int64_t row = row0 + local_row;
@@ -599,7 +610,7 @@ __global__ void __launch_bounds__(kWarpSize)
   for (int64_t i0 = 0; i0 < shape.n_in; i0 += kTile) {
     const int n = int(shape.n_in - i0 < kTile ? shape.n_in - i0 : kTile);
     __syncthreads();  // the previous tile is read
-    copy_to_shared(tile, kTileRowBytes, task.w + size_t(row0) * shape.row_bytes + i0 * kWeightBytes,
+    copy_to_shared(tile, kTileRowBytes, weights + size_t(row0) * shape.row_bytes + i0 * kWeightBytes,
                    shape.row_bytes, n_rows, size_t(n) * kWeightBytes);
     copy_to_shared(x_tile, 0, x_values + i0 * kXBytes, 0, 1, size_t(n) * kXBytes);
     wait_for_async_copies();
@@ -665,7 +676,7 @@ void launch(Kernel kernel, unsigned blocks, const MatmulShape& shape, const Task
 
 template <class F>
 cudaError_t run_tasks(const MatmulRequest& request, cudaStream_t stream) {
-  const MatmulShape shape{request.n_in, request.row_bytes, request.x};
+  const MatmulShape shape{request.n_in, request.row_bytes, request.x, request.experts};
   for (const Kernel kernel :
        {Kernel::kMatvec, Kernel::kGemm, Kernel::kOrdered, Kernel::kOrderedDecode}) {
     std::vector<const MatmulTask*> chosen;

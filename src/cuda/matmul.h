@@ -30,7 +30,7 @@ enum class Epilogue : int32_t {
 // One matrix against `n_cols` consecutive activation rows from x_first:
 // y[c * y_stride + r] <- sum_k W[r][k] * x[x_first + c][k] for r < n_out, c < n_cols.
 struct MatmulTask {
-  const uint8_t* w = nullptr;  // device memory
+  const uint8_t* w = nullptr;  // device memory; unused where routed_pick >= 0
   int64_t n_out = 0;
   int64_t x_first = 0;
   int64_t n_cols = 0;
@@ -39,6 +39,15 @@ struct MatmulTask {
   const float* bias = nullptr;  // [n_out] or null (kStore)
   const float* gate = nullptr;  // kSiluTimes
   Epilogue epilogue = Epilogue::kStore;
+  // >= 0: the weights are those of the expert the router picked at index routed_pick of
+  // MatmulRequest::experts.picks, read on the device (the host never sees the pick).
+  int32_t routed_pick = -1;
+};
+
+// Where the kernels find a routed task's weights: expert picks[p]'s matrix is weights[picks[p]].
+struct RoutedWeights {
+  const int32_t* picks = nullptr;             // device memory
+  const uint8_t* const* weights = nullptr;  // device memory, [n_expert]
 };
 
 // Tasks that share a format, a row length and an activation view.
@@ -49,6 +58,7 @@ struct MatmulRequest {
   size_t row_bytes = 0;
   ActivationRows x;
   std::span<const MatmulTask> tasks;
+  RoutedWeights experts;  // for tasks with routed_pick >= 0
 };
 
 cudaError_t launch_matmul(const MatmulRequest& request, cudaStream_t stream);

@@ -63,6 +63,10 @@ class ExpertStore {
   // Whether a unit is resident for cache-aware routing. Changes only at deterministic points
   // (see above).
   virtual bool is_resident(int layer, int32_t expert) const = 0;
+  // Whether every unit is resident at all times (ExpertLayout's `resident` slices), so that a
+  // layer may be computed before the store hears of its picks (Backend::routes_in_place):
+  // begin_layer() then follows after the forward pass, as claims that never block.
+  virtual bool holds_every_expert() const { return false; }
   // Counters since the store was created.
   virtual ExpertCounters stats() const = 0;
   // Runs `hook` on the compute thread each time it is about to block on an expert read, so the

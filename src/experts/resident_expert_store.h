@@ -19,6 +19,7 @@ class ResidentExpertStore final : public ExpertStore {
   void release(int, std::span<const ClaimedExpert>) override {}
   void end_layer(int) override {}
   bool is_resident(int, int32_t) const override { return true; }
+  bool holds_every_expert() const override { return true; }
   ExpertCounters stats() const override { return stats_; }
 
  private:

@@ -25,7 +25,13 @@ uint64_t Transformer::scratch_bytes(const Backend& backend, const Model& model, 
   const uint64_t routing = 2 * routed * sizeof(int64_t) + 2 * n_expert * sizeof(int64_t) +
                            n_expert * (1 + 3 * sizeof(int32_t) + sizeof(ExpertJob)) +
                            uint64_t(shape.next_visit_scores) * sizeof(float);
-  return backend.scratch_bytes(shape) + routing;
+  // resident_experts_, the layers routed in place.
+  const uint64_t in_place = backend.routes_in_place()
+                                ? uint64_t(c.n_layer) * (n_expert * sizeof(ExpertMatrices) +
+                                                         sizeof(std::vector<ExpertMatrices>) +
+                                                         sizeof(int))
+                                : 0;
+  return backend.scratch_bytes(shape) + routing + in_place;
 }
 
 void Transformer::release_scratch() {
@@ -51,6 +57,7 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   STRATA_RETURN_IF_ERROR(check_tokens(tokens));
   const ModelWeights& weights = model_->weights();
   BatchActivations& batch = backend_.begin_batch(n);
+  layers_routed_in_place_.clear();
   backend_.embed(weights.token_embedding, tokens, batch.hidden);
   for (int layer = 0; layer < int(config_.n_layer); ++layer) {
     backend_.attention(weights.layers[size_t(layer)].attention, layer, pos0, cache, batch.hidden);
@@ -59,7 +66,8 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   backend_.logits(weights.output_norm, weights.output, batch.hidden, all_logits ? 0 : n - 1,
                   logits);
   // A backend's failed op leaves garbage behind it: the logits are not returned as if computed.
-  return backend_.failure();
+  STRATA_RETURN_IF_ERROR(backend_.failure());
+  return account_routes_in_place(n > 1);
 }
 
 Status Transformer::forward_sequences(std::span<const SequenceToken> rows,
@@ -77,6 +85,7 @@ Status Transformer::forward_sequences(std::span<const SequenceToken> rows,
   STRATA_RETURN_IF_ERROR(check_tokens(tokens));
   const ModelWeights& weights = model_->weights();
   BatchActivations& batch = backend_.begin_batch(n);
+  layers_routed_in_place_.clear();
   backend_.embed(weights.token_embedding, tokens, batch.hidden);
   const int64_t width = batch.hidden.width;
   for (int layer = 0; layer < int(config_.n_layer); ++layer) {
@@ -87,15 +96,12 @@ Status Transformer::forward_sequences(std::span<const SequenceToken> rows,
     STRATA_RETURN_IF_ERROR(moe_block(layer, batch, false));
   }
   backend_.logits(weights.output_norm, weights.output, batch.hidden, 0, logits);
-  return backend_.failure();
+  STRATA_RETURN_IF_ERROR(backend_.failure());
+  return account_routes_in_place(false);
 }
 
-void Transformer::route(int layer, const BatchActivations& batch) {
-  const LayerWeights& w = model_->weights().layers[size_t(layer)];
-  const int64_t n = batch.normed.n_rows;
-  const int k = int(config_.n_expert_used);
-  if (router_input_observer_) router_input_observer_(layer, n, backend_.host_view(batch.normed));
-  RouteRequest request{.k = k,
+RouteRequest Transformer::route_request(int layer) {
+  RouteRequest request{.k = int(config_.n_expert_used),
                        .renormalize = config_.renormalize_top_k,
                        .moce_bonus = routing_.moce_bonus,
                        .moce_protect = routing_.moce_protect};
@@ -106,12 +112,66 @@ void Transformer::route(int layer, const BatchActivations& batch) {
       resident_[size_t(e)] = experts_.is_resident(layer, e) ? 1 : 0;
     request.resident = resident_;
   }
-  route_ = backend_.route(w.router, batch.normed, request);
+  return request;
+}
+
+void Transformer::route(int layer, const BatchActivations& batch) {
+  const LayerWeights& w = model_->weights().layers[size_t(layer)];
+  if (router_input_observer_)
+    router_input_observer_(layer, batch.normed.n_rows, backend_.host_view(batch.normed));
+  route_ = backend_.route(w.router, batch.normed, route_request(layer));
+  routed(layer, batch.normed.n_rows);
+}
+
+void Transformer::routed(int layer, int64_t n_tokens) {
+  const int k = int(config_.n_expert_used);
   if (route_observer_)
-    for (int64_t t = 0; t < n; ++t)
+    for (int64_t t = 0; t < n_tokens; ++t)
       route_observer_(layer, t, route_.picks.subspan(size_t(t * k), size_t(k)),
                       route_.weights.subspan(size_t(t * k), size_t(k)));
-  group_rows_by_expert(route_.picks, n);
+  group_rows_by_expert(route_.picks, n_tokens);
+}
+
+bool Transformer::routes_in_place(int64_t n_tokens) const {
+  // What the host does between a router and its experts (cache-aware routing, read-ahead, the
+  // observers of router inputs and predictions) needs the picks there at once.
+  return backend_.routes_in_place() && experts_.holds_every_expert() &&
+         n_tokens <= Backend::kMaxTokensRoutedInPlace && routing_.moce_bonus == 0.0f &&
+         routing_.readahead == 0 && !prediction_observer_ && !router_input_observer_ &&
+         !next_expert_predictor_;
+}
+
+std::span<const ExpertMatrices> Transformer::resident_experts(int layer) {
+  if (resident_experts_.empty()) resident_experts_.resize(size_t(config_.n_layer));
+  std::vector<ExpertMatrices>& experts = resident_experts_[size_t(layer)];
+  if (experts.empty()) {
+    const LayerExpertLayout& l = experts_.layout().layers[size_t(layer)];
+    auto matrix = [](const ExpertTensorLayout& t, size_t e) {
+      return Matrix{t.type, t.resident[e], t.n_in, t.n_out, t.grouped_rows};
+    };
+    for (size_t e = 0; e < size_t(config_.n_expert); ++e)
+      experts.push_back({matrix(l.gate, e), matrix(l.up, e), matrix(l.down, e)});
+  }
+  return experts;
+}
+
+Status Transformer::account_routes_in_place(bool prefill) {
+  for (const int layer : layers_routed_in_place_) {
+    route_ = backend_.routed_in_place(layer);
+    const int64_t n_tokens = int64_t(route_.picks.size()) / config_.n_expert_used;
+    routed(layer, n_tokens);
+    // The store's claims, so that its counters are the host path's; they never block.
+    experts_.begin_layer(layer, used_, prefill);
+    for (;;) {
+      STRATA_ASSIGN_OR_RETURN(const std::vector<ClaimedExpert> claimed,
+                              experts_.claim_next(layer));
+      if (claimed.empty()) break;
+      experts_.release(layer, claimed);
+    }
+    experts_.end_layer(layer);
+  }
+  layers_routed_in_place_.clear();
+  return Status();
 }
 
 // Groups the (token, pick) pairs by expert: rows [offset[e], offset[e] + rows[e]) of the
@@ -194,8 +254,21 @@ void Transformer::predict_next_layers(int layer, const BatchActivations& batch) 
 
 Status Transformer::moe_block(int layer, BatchActivations& batch, bool prefill) {
   const LayerWeights& w = model_->weights().layers[size_t(layer)];
-  const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
   backend_.rms_norm(w.ffn_norm, batch.hidden, batch.normed);
+  if (routes_in_place(batch.normed.n_rows)) {
+    backend_.route_and_compute_experts(layer, w.router, batch.normed, route_request(layer),
+                                       resident_experts(layer), batch.moe_out);
+    layers_routed_in_place_.push_back(layer);
+  } else {
+    STRATA_RETURN_IF_ERROR(routed_experts(layer, batch, prefill));
+  }
+  if (config_.n_ff_shared > 0) backend_.shared_expert(w.shared, batch.normed, batch.moe_out);
+  backend_.add(batch.moe_out, batch.hidden);
+  return Status();
+}
+
+Status Transformer::routed_experts(int layer, BatchActivations& batch, bool prefill) {
+  const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
   route(layer, batch);
   const std::span<const float> next_visit =
       next_expert_predictor_ ? predict_next_visit(layer, batch) : std::span<const float>();
@@ -207,8 +280,6 @@ Status Transformer::moe_block(int layer, BatchActivations& batch, bool prefill) 
   experts_.end_layer(layer);
   if (next_expert_predictor_) experts_.expect_next_visit(layer, next_visit);
   backend_.mix_experts(row_of_pick_, route_.weights, int(config_.n_expert_used), batch.moe_out);
-  if (config_.n_ff_shared > 0) backend_.shared_expert(w.shared, batch.normed, batch.moe_out);
-  backend_.add(batch.moe_out, batch.hidden);
   return Status();
 }
 

@@ -111,8 +111,20 @@ class Transformer {
   // `prefill`: the rows are a prompt's (the store keeps them from pushing out a conversation's
   // experts).
   Status moe_block(int layer, BatchActivations& batch, bool prefill);
-  // Routes the batch's normed rows: picks_ and pick_weights_, and the rows grouped by expert.
+  // The routed experts through the store, the host routing between the ops.
+  Status routed_experts(int layer, BatchActivations& batch, bool prefill);
+  RouteRequest route_request(int layer);
+  // Routes the batch's normed rows: route_, and the rows grouped by expert.
   void route(int layer, const BatchActivations& batch);
+  // route_ is the layer's: its observer, and the rows grouped by expert.
+  void routed(int layer, int64_t n_tokens);
+  // Whether a batch of n_tokens has its experts routed and computed by the backend alone
+  // (Backend::routes_in_place).
+  bool routes_in_place(int64_t n_tokens) const;
+  std::span<const ExpertMatrices> resident_experts(int layer);
+  // After the logits: the routes of the layers routed in place go to the observer and the
+  // store, in layer order, as the host path gives them.
+  Status account_routes_in_place(bool prefill);
   void group_rows_by_expert(std::span<const int32_t> picks, int64_t n_tokens);
   void predict_next_layers(int layer, const BatchActivations& batch);
   // With a next-expert predictor: the estimates for the next visits of `layer` from the batch's
@@ -141,6 +153,8 @@ class Transformer {
   std::vector<int> prediction_best_rank_;              // [n_expert]
   std::vector<int32_t> predicted_;
   std::vector<ExpertJob> jobs_;
+  std::vector<std::vector<ExpertMatrices>> resident_experts_;  // [n_layer][n_expert], on first use
+  std::vector<int> layers_routed_in_place_;                    // this forward pass's
 };
 
 }  // namespace strata
