@@ -112,7 +112,20 @@ void sync_warp() { wait(g_block->warps[g_block->current->index.x / 32]); }
 void* warp_slots() { return g_block->slots.data() + 256 * (g_block->current->index.x / 32); }
 void* dynamic_shared() { return g_block->shared.data(); }
 
+// The work a stream capture has recorded, run by the graph made of it.
+std::vector<std::function<void()>>* g_recording = nullptr;
+
+void run_blocks(dim3 grid, dim3 block, size_t shared_bytes, std::function<void()> body);
+
 void launch(dim3 grid, dim3 block, size_t shared_bytes, std::function<void()> body) {
+  if (g_recording) {
+    g_recording->push_back([=] { run_blocks(grid, block, shared_bytes, body); });
+    return;
+  }
+  run_blocks(grid, block, shared_bytes, std::move(body));
+}
+
+void run_blocks(dim3 grid, dim3 block, size_t shared_bytes, std::function<void()> body) {
   if (block.y != 1 || block.z != 1) {
     std::fprintf(stderr, "emu: 1-D blocks only\n");
     std::abort();
@@ -216,7 +229,45 @@ cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind)
 }
 cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind,
                             cudaStream_t) {
+  if (strata_emu::g_recording) {
+    strata_emu::g_recording->push_back([=] { std::memmove(to, from, bytes); });
+    return cudaSuccess;
+  }
   std::memmove(to, from, bytes);
+  return cudaSuccess;
+}
+struct CUgraph_st {
+  std::vector<std::function<void()>> work;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> work;
+};
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+  if (strata_emu::g_recording) return cudaErrorInvalidValue;
+  strata_emu::g_recording = new std::vector<std::function<void()>>();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* graph) {
+  if (!strata_emu::g_recording) return cudaErrorInvalidValue;
+  *graph = new CUgraph_st{std::move(*strata_emu::g_recording)};
+  delete strata_emu::g_recording;
+  strata_emu::g_recording = nullptr;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  *exec = new CUgraphExec_st{graph->work};
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+  for (const auto& work : exec->work) work();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {

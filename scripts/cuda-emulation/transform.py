@@ -1,5 +1,6 @@
 # A .cu file of src/cuda/ as host C++: each launch `kernel<<<grid, block, shared, stream>>>(args);`
-# becomes strata_emu::launch(grid, block, shared, [&] { kernel(args); }), and the dynamic
+# becomes strata_emu::launch(grid, block, shared, [=] { kernel(args); }) (by value: a recorded
+# graph runs it later), and the dynamic
 # shared array the block's buffer. Usage: transform.py IN.cu OUT.cpp
 import re, sys
 src = open(sys.argv[1]).read()
@@ -19,7 +20,7 @@ def rep(m):
     parts.append(cur.strip())
     grid, block = parts[0], parts[1]
     smem = parts[2] if len(parts) > 2 else '0'
-    return f'::strata_emu::launch(dim3({grid}), dim3({block}), size_t({smem}), [&] {{ {name}({args}); }});'
+    return f'::strata_emu::launch(dim3({grid}), dim3({block}), size_t({smem}), [=] {{ {name}({args}); }});'
 out, n = pat.subn(rep, src)
 sys.stderr.write(f'{sys.argv[1]}: {n} launches\n')
 open(sys.argv[2], 'w').write(out)

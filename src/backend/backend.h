@@ -175,6 +175,12 @@ class Backend {
   // After logits(): the picks and weights of route_and_compute_experts(layer, ...) in this
   // forward pass, in host memory valid until the next forward pass.
   virtual RouteResult routed_in_place(int layer);
+  // Called after begin_batch(1) for a step whose ops are the same at every call with this cache:
+  // one token, its layers routed in place, nothing read back before logits(). The layer loop
+  // then calls the ops as always; a backend may record them once (a CUDA graph) and at later
+  // such steps launch the recording, with the step's token and position, in their place. The
+  // results are the same bits.
+  virtual void begin_repeatable_step(const KvCache& cache) { (void)cache; }
   // moe_out += down(silu(gate · x) ⊙ up · x) [· sigmoid(gate_input · x)].
   virtual void shared_expert(const SharedExpertWeights& weights, Activations x,
                              Activations moe_out) = 0;

@@ -35,11 +35,11 @@ struct Max {
 // Block (t, head): thread i < head_dim / 2 holds dimensions i and i + head_dim / 2, the pair
 // RoPE rotates together (the block is whole warps; the others add zeros to the norm's sum).
 // Heads [0, n_head) are q's, then k's, then v's.
-__global__ void prepare_kernel(AttentionShape shape, AttentionInputs in, int64_t pos0,
+__global__ void prepare_kernel(AttentionShape shape, AttentionInputs in, const int64_t* pos0,
                                LayerCache cache) {
   __shared__ double partial[kMaxHeadDim / 2 / 32];
   const int64_t t = blockIdx.x, head = blockIdx.y, half = shape.head_dim / 2;
-  const int64_t i = threadIdx.x, pos = pos0 + t;
+  const int64_t i = threadIdx.x, pos = *pos0 + t;
   const bool active = i < half;
   const int64_t q_dim = shape.n_head * shape.head_dim, kv_dim = shape.n_head_kv * shape.head_dim;
   const bool is_q = head < shape.n_head, is_k = !is_q && head < shape.n_head + shape.n_head_kv;
@@ -149,7 +149,7 @@ __device__ float lane_sum(const float* x) {
 // into 8 lanes by j mod 8, each lane summed in order (the exponentials' sum in double), the
 // lanes then combined as the CPU combines its vector lanes.
 __global__ void __launch_bounds__(kAttentionThreads)
-    attention_kernel(AttentionShape shape, const float* q, int64_t pos0, LayerCache cache,
+    attention_kernel(AttentionShape shape, const float* q, const int64_t* pos0, LayerCache cache,
                      float* out) {
   extern __shared__ float shared[];
   float* query = shared;                    // [head_dim]
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
   __shared__ float inverse;
   const int64_t t = blockIdx.x, h = blockIdx.y, head_dim = shape.head_dim;
   const int64_t kv_head = h / (shape.n_head / shape.n_head_kv);
-  const int64_t n_pos = pos0 + t + 1;
+  const int64_t n_pos = *pos0 + t + 1;
   const float* q_row = q + (t * shape.n_head + h) * head_dim;
   for (int64_t d = threadIdx.x; d < head_dim; d += kAttentionThreads) query[d] = q_row[d];
   __syncthreads();
@@ -213,8 +213,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
 }  // namespace
 
 cudaError_t launch_prepare_attention(const AttentionShape& shape, const AttentionInputs& inputs,
-                                     int64_t n_tokens, int64_t pos0, const LayerCache& cache,
-                                     cudaStream_t stream) {
+                                     int64_t n_tokens, const int64_t* pos0,
+                                     const LayerCache& cache, cudaStream_t stream) {
   const dim3 grid(unsigned(n_tokens), unsigned(shape.n_head + 2 * shape.n_head_kv));
   const unsigned threads = unsigned((shape.head_dim / 2 + 31) / 32 * 32);
   prepare_kernel<<<grid, threads, 0, stream>>>(shape, inputs, pos0, cache);
@@ -231,10 +231,10 @@ cudaError_t allow_attention_shared_bytes(size_t bytes) {
 }
 
 cudaError_t launch_attention(const AttentionShape& shape, const float* q, int64_t n_tokens,
-                             int64_t pos0, const LayerCache& cache, float* out,
-                             cudaStream_t stream) {
+                             const int64_t* pos0, int64_t positions_bound, const LayerCache& cache,
+                             float* out, cudaStream_t stream) {
   const dim3 grid(unsigned(n_tokens), unsigned(shape.n_head));
-  const size_t shared = size_t(pos0 + n_tokens + shape.head_dim) * sizeof(float);
+  const size_t shared = size_t(positions_bound + shape.head_dim) * sizeof(float);
   attention_kernel<<<grid, kAttentionThreads, shared, stream>>>(shape, q, pos0, cache, out);
   return cudaGetLastError();
 }

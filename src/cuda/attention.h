@@ -43,15 +43,17 @@ struct AttentionInputs {
   const float* rope_cos = nullptr;
   const float* rope_sin = nullptr;
 };
+// pos0 is in device memory, so that a recorded decode step (a CUDA graph) runs at any position.
 cudaError_t launch_prepare_attention(const AttentionShape& shape, const AttentionInputs& inputs,
-                                     int64_t n_tokens, int64_t pos0, const LayerCache& cache,
-                                     cudaStream_t stream);
+                                     int64_t n_tokens, const int64_t* pos0,
+                                     const LayerCache& cache, cudaStream_t stream);
 
-// out[t][h][:] = sum_j softmax_j(scale q[t][h]·k_j) v_j over positions j <= pos0 + t.
-// Shared memory holds a block's scores: attention_shared_bytes(capacity).
+// out[t][h][:] = sum_j softmax_j(scale q[t][h]·k_j) v_j over positions j <= *pos0 + t.
+// Shared memory holds a block's scores, for positions_bound >= *pos0 + n_tokens positions: at most
+// attention_shared_bytes(capacity).
 cudaError_t launch_attention(const AttentionShape& shape, const float* q, int64_t n_tokens,
-                             int64_t pos0, const LayerCache& cache, float* out,
-                             cudaStream_t stream);
+                             const int64_t* pos0, int64_t positions_bound, const LayerCache& cache,
+                             float* out, cudaStream_t stream);
 size_t attention_shared_bytes(int64_t capacity, int64_t head_dim);
 // Lets the attention kernel use that much shared memory (above the default 48 KB).
 cudaError_t allow_attention_shared_bytes(size_t bytes);

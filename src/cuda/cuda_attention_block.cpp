@@ -10,6 +10,8 @@ namespace strata::cuda {
 void CudaBackend::attention(const AttentionWeights& w, int layer, int64_t pos0, KvCache& cache,
                             Activations hidden) {
   if (!failure_.ok()) return;
+  const int64_t* position = device_position(pos0);
+  if (replaying()) return;
   const int64_t n = hidden.n_rows, n_embd = shape_.n_embd, head_dim = shape_.head_dim;
   const int64_t q_dim = shape_.n_head * head_dim, kv_dim = shape_.n_head_kv * head_dim;
   const Activations input{scratch_.attention_input.as<float>(), n, n_embd};
@@ -30,11 +32,15 @@ void CudaBackend::attention(const AttentionWeights& w, int layer, int64_t pos0, 
                              1.0f / std::sqrt(float(head_dim)), shape_.rms_eps};
   const AttentionInputs inputs{
       q, k, v, device_vector(w.q_norm), device_vector(w.k_norm), kv.rope_cos(), kv.rope_sin()};
-  if (!ok(launch_prepare_attention(shape, inputs, n, pos0, layer_cache, stream_),
+  if (!ok(launch_prepare_attention(shape, inputs, n, position, layer_cache, stream_),
           "preparing attention"))
     return;
   float* out = scratch_.attention_out.as<float>();
-  if (!ok(launch_attention(shape, q, n, pos0, layer_cache, out, stream_), "attention")) return;
+  // A recording runs at every position: its scores take room for the whole cache.
+  const int64_t positions_bound = step_mode_ == StepMode::kRecord ? kv.n_ctx() : pos0 + n;
+  if (!ok(launch_attention(shape, q, n, position, positions_bound, layer_cache, out, stream_),
+          "attention"))
+    return;
   written(out);
   const Activations attended{out, n, q_dim};
   Product output{&w.o, converted(attended, w.o.type), task_for(w.o, 0, n, hidden.data, n_embd)};

@@ -56,6 +56,7 @@ CudaBackend::CudaBackend(const ModelShape& shape, int device, cudaDeviceProp pro
     : shape_(shape), device_(device), properties_(properties), stream_(stream) {}
 
 CudaBackend::~CudaBackend() {
+  forget_recorded_step();
   scratch_.release();
   cudaStreamDestroy(stream_);
 }
@@ -151,15 +152,27 @@ uint64_t CudaBackend::scratch_bytes(const ScratchShape& shape) const {
 void CudaBackend::release_scratch() {
   // The ops queued may still read the scratch.
   ok(cudaStreamSynchronize(stream_), "finishing the batch");
+  forget_recorded_step();
   scratch_.release();
   allocated_tokens_ = 0;
 }
 
 BatchActivations& CudaBackend::begin_batch(int64_t n_tokens) {
+  STRATA_CHECK(step_mode_ == StepMode::kLaunch);  // a repeatable step ends with its logits
   if (n_tokens > allocated_tokens_ && failure_.ok()) {
     ok(cudaStreamSynchronize(stream_), "finishing the batch");
-    if (ok(scratch_.allocate(shape_, n_tokens))) allocated_tokens_ = n_tokens;
+    forget_recorded_step();
+    if (ok(scratch_.allocate(shape_, n_tokens))) {
+      allocated_tokens_ = n_tokens;
+      next_position_slot_ = 0;
+    }
   }
+  if (next_position_slot_ + n_tokens > CudaScratch::kPositionSlots) {
+    // The ring wraps: the copies from the slots it reuses have run.
+    ok(cudaStreamSynchronize(stream_), "finishing the batch");
+    next_position_slot_ = 0;
+  }
+  batch_first_position_slot_ = next_position_slot_;
   auto rows = [&](const DeviceBuffer& buffer) {
     return Activations{buffer.as<float>(), n_tokens, shape_.n_embd};
   };
@@ -255,7 +268,14 @@ void CudaBackend::run(std::span<const Product> products) {
 
 void CudaBackend::embed(const Matrix& table, std::span<const int32_t> tokens, Activations hidden) {
   if (!failure_.ok()) return;
-  upload(tokens, scratch_.token_ids, "copying token ids to the device");
+  // Page-locked staging, which a recorded step's copy reads when it runs. The batch before has
+  // been read back (logits), so its copy has run.
+  STRATA_CHECK_LE(tokens.size_bytes(), scratch_.token_staging.bytes());
+  std::copy(tokens.begin(), tokens.end(), scratch_.token_staging.as<int32_t>());
+  if (replaying()) return;
+  ok(cudaMemcpyAsync(scratch_.token_ids.data(), scratch_.token_staging.data(), tokens.size_bytes(),
+                     cudaMemcpyHostToDevice, stream_),
+     "copying token ids to the device");
   ok(launch_dequantize_rows(format_of(table.type), weights_.resolve(table.data), table.row_bytes(),
                             table.n_in, scratch_.token_ids.as<int32_t>(), int64_t(tokens.size()),
                             hidden.data, stream_),
@@ -264,7 +284,7 @@ void CudaBackend::embed(const Matrix& table, std::span<const int32_t> tokens, Ac
 }
 
 void CudaBackend::rms_norm(const Vector& weight, Activations x, Activations out) {
-  if (!failure_.ok()) return;
+  if (!failure_.ok() || replaying()) return;
   ok(launch_rms_norm(x.data, x.width, device_vector(weight), x.width, x.n_rows, shape_.rms_eps,
                      out.data, out.width, stream_),
      "an RMS norm");
@@ -355,7 +375,7 @@ std::span<const float> CudaBackend::host_view(Activations x) {
 }
 
 void CudaBackend::add(Activations x, Activations y) {
-  if (!failure_.ok()) return;
+  if (!failure_.ok() || replaying()) return;
   ok(launch_add(x.data, y.data, x.n_rows * x.width, stream_), "an addition");
   written(y.data);
 }
@@ -364,19 +384,33 @@ void CudaBackend::logits(const Vector& norm, const Matrix& output, Activations h
                          int64_t first_row, std::vector<float>& logits) {
   const int64_t n_rows = hidden.n_rows - first_row, n_vocab = output.n_out;
   const size_t bytes = size_t(n_rows * n_vocab) * sizeof(float);
-  if (failure_.ok() && scratch_.logits.bytes() < bytes) {
+  if (failure_.ok() && !replaying() && scratch_.logits.bytes() < bytes) {
+    STRATA_CHECK(step_mode_ == StepMode::kLaunch);  // a recording allocates nothing
     scratch_.logits = DeviceBuffer();
     Result<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes, "the logits");
     if (ok(buffer.status())) scratch_.logits = std::move(buffer).value();
   }
-  if (failure_.ok()) {
+  if (failure_.ok() && !replaying()) {
     const Activations normed{scratch_.normed.as<float>(), n_rows, hidden.width};
     rms_norm(norm, {hidden.data + first_row * hidden.width, n_rows, hidden.width}, normed);
     const Product product{&output, converted(normed, output.type),
                           task_for(output, 0, n_rows, scratch_.logits.as<float>(), n_vocab)};
     run({&product, 1});
   }
-  download(scratch_.logits, size_t(n_rows * n_vocab), logits, "copying logits to the host");
+  if (n_rows > 1) {
+    download(scratch_.logits, size_t(n_rows * n_vocab), logits, "copying logits to the host");
+    return;
+  }
+  // One row, as a recorded step reads it back: into page-locked memory.
+  if (failure_.ok() && !replaying())
+    ok(cudaMemcpyAsync(scratch_.logits_readback.data(), scratch_.logits.data(), bytes,
+                       cudaMemcpyDeviceToHost, stream_),
+       "copying logits to the host");
+  if (step_mode_ != StepMode::kLaunch) launch_recorded_step();
+  logits.resize(size_t(n_vocab));
+  if (!failure_.ok() || !ok(cudaStreamSynchronize(stream_), "copying logits to the host")) return;
+  const float* row = scratch_.logits_readback.as<float>();
+  std::copy(row, row + n_vocab, logits.begin());
 }
 
 }  // namespace cuda

@@ -65,6 +65,7 @@ class CudaBackend final : public Backend {
                                  std::span<const ExpertMatrices> experts,
                                  Activations moe_out) override;
   RouteResult routed_in_place(int layer) override;
+  void begin_repeatable_step(const KvCache& cache) override;
   void shared_expert(const SharedExpertWeights& weights, Activations x,
                      Activations moe_out) override;
   void add(Activations x, Activations y) override;
@@ -78,6 +79,23 @@ class CudaBackend final : public Backend {
     ActivationRows x;
     MatmulTask task;
   };
+
+  // How the ops of a step run (cuda_step_graph.cpp): launched; launched into a recording of the
+  // step (stream capture); or only handing over their inputs, the recording launched at logits().
+  enum class StepMode { kLaunch, kRecord, kReplay };
+  // A recorded decode step: for one cache and one allocation of the scratch it reads.
+  struct RecordedStep {
+    uint64_t cache_id = 0;
+    int64_t allocated_tokens = 0;
+    int64_t position_slot = -1;
+    cudaGraphExec_t graph = nullptr;
+  };
+  bool replaying() const { return step_mode_ == StepMode::kReplay; }
+  // *result = pos0 when the stream gets there: a slot of the positions ring.
+  const int64_t* device_position(int64_t pos0);
+  // Ends a recording and launches it, or launches the recording replayed.
+  void launch_recorded_step();
+  void forget_recorded_step();
 
   // Keeps the first failure; true while there is none.
   bool ok(cudaError_t error, const char* operation);
@@ -124,12 +142,20 @@ class CudaBackend final : public Backend {
   std::vector<int32_t> picks_, ranked_, host_ints_;
   std::vector<const uint8_t*> host_table_;
   int64_t tokens_routed_in_place_ = 0;  // this forward pass's
+  StepMode step_mode_ = StepMode::kLaunch;
+  RecordedStep recorded_;
+  // The last repeatable step run without a recording: the next one for the same cache and
+  // scratch is recorded (the first wrote what a recording must not: the expert tables).
+  uint64_t unrecorded_cache_id_ = 0;
+  int64_t unrecorded_tokens_ = 0;
+  int64_t next_position_slot_ = 0, batch_first_position_slot_ = 0;
   std::vector<float> weights_out_, row_product_, host_view_, host_floats_;
 };
 
 template <class T>
 void CudaBackend::upload(std::span<const T> values, DeviceBuffer& to, const char* what) {
   STRATA_CHECK_LE(values.size_bytes(), to.bytes());
+  STRATA_CHECK(step_mode_ == StepMode::kLaunch);  // a recording reads page-locked memory only
   // From pageable memory: the copy is staged before the call returns.
   ok(cudaMemcpyAsync(to.data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice,
                      stream_),
@@ -140,6 +166,7 @@ template <class T>
 void CudaBackend::download(const DeviceBuffer& from, size_t count, std::vector<T>& to,
                            const char* what) {
   to.resize(count);
+  STRATA_CHECK(step_mode_ == StepMode::kLaunch);  // a repeatable step reads back only its logits
   if (!failure_.ok()) return;
   // Into pageable memory: returns once the stream's work before it and the copy are done.
   ok(cudaMemcpyAsync(to.data(), from.data(), count * sizeof(T), cudaMemcpyDeviceToHost, stream_),

@@ -266,17 +266,66 @@ TEST_P(GpuBackendOps, RouteInPlaceAsTheHostRoutes) {
     const auto grouped_view = gpu.host_view(batch.moe_out);
     const std::vector<float> grouped(grouped_view.begin(), grouped_view.end());
 
+    // Into another buffer than the host path's output.
     gpu.route_and_compute_experts(0, weights.router, batch.normed, request, experts,
-                                  batch.moe_out);
+                                  batch.lookahead);
     std::vector<float> logits;
     gpu.logits(weights.output_norm, weights.output, batch.hidden, 0, logits);
     const RouteResult in_place = gpu.routed_in_place(0);
     EXPECT_EQ(std::vector<int32_t>(in_place.picks.begin(), in_place.picks.end()), picks);
     EXPECT_EQ(std::vector<float>(in_place.weights.begin(), in_place.weights.end()), mixture);
-    const auto moe = gpu.host_view(batch.moe_out);
+    const auto moe = gpu.host_view(batch.lookahead);
     EXPECT_EQ(std::vector<float>(moe.begin(), moe.end()), grouped);
     EXPECT_TRUE(gpu.failure().ok()) << gpu.failure().message();
   }
+}
+
+// Decode steps as the layer loop runs them when each is repeatable: the second step for a cache
+// is recorded, the later ones replay the recording with their token and position. The logits of
+// every step are those of the same steps launched op by op, to the bit, also when a second cache
+// (another sequence) takes turns with the first.
+TEST_P(GpuBackendOps, RepeatedDecodeStepsReplayBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const ModelShape shape = test_shape();
+  RandomWeights weights(shape, GetParam());
+  std::vector<ExpertMatrices> experts;
+  for (int64_t e = 0; e < shape.n_expert; ++e)
+    experts.push_back({weights.gate[size_t(e)], weights.up[size_t(e)], weights.down[size_t(e)]});
+  const RouteRequest request{.k = 4, .renormalize = true};
+  auto decode = [&](bool repeatable) {
+    auto made = make_cuda_backend(shape, 0);
+    EXPECT_TRUE(made.ok()) << made.status().message();
+    Backend& gpu = *made.value();
+    weights.place_on(gpu);
+    auto first = gpu.make_kv_cache(64), second = gpu.make_kv_cache(64);
+    std::vector<std::vector<float>> steps;
+    for (int64_t step = 0; step < 14; ++step) {
+      // Six steps of the first sequence, four of the second, four of the first again.
+      KvCache& cache = step >= 6 && step < 10 ? *second.value() : *first.value();
+      const int64_t pos = step < 6 ? step : step < 10 ? step - 6 : step - 4;
+      const int32_t token = int32_t((step * 53 + 11) % shape.n_vocab);
+      BatchActivations& batch = gpu.begin_batch(1);
+      if (repeatable) gpu.begin_repeatable_step(cache);
+      gpu.embed(weights.embedding, {&token, 1}, batch.hidden);
+      gpu.attention(weights.attention, 0, pos, cache, batch.hidden);
+      gpu.rms_norm(weights.ffn_norm, batch.hidden, batch.normed);
+      gpu.route_and_compute_experts(0, weights.router, batch.normed, request, experts,
+                                    batch.moe_out);
+      gpu.shared_expert(weights.shared, batch.normed, batch.moe_out);
+      gpu.add(batch.moe_out, batch.hidden);
+      std::vector<float> logits;
+      gpu.logits(weights.output_norm, weights.output, batch.hidden, 0, logits);
+      const RouteResult routes = gpu.routed_in_place(0);
+      logits.insert(logits.end(), routes.weights.begin(), routes.weights.end());
+      steps.push_back(logits);
+      EXPECT_TRUE(gpu.failure().ok()) << gpu.failure().message();
+    }
+    return steps;
+  };
+  const auto launched = decode(false), replayed = decode(true);
+  ASSERT_EQ(replayed.size(), launched.size());
+  for (size_t step = 0; step < launched.size(); ++step)
+    EXPECT_EQ(replayed[step], launched[step]) << "step " << step;
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, GpuBackendOps,

@@ -101,7 +101,7 @@ void CudaBackend::mix_experts(std::span<const int64_t> row_of_pick, std::span<co
 }
 
 void CudaBackend::shared_expert(const SharedExpertWeights& w, Activations x, Activations moe_out) {
-  if (!failure_.ok()) return;
+  if (!failure_.ok() || replaying()) return;
   const int64_t n = x.n_rows, n_embd = shape_.n_embd, n_ff = shape_.n_ff_shared;
   float *gate = scratch_.shared_gate.as<float>(), *h = scratch_.shared_h.as<float>();
   float *down = scratch_.shared_down.as<float>(), *scale = scratch_.shared_scale.as<float>();

@@ -1,5 +1,7 @@
 #include "cuda/cuda_kv_cache.h"
 
+#include <atomic>
+
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -17,7 +19,9 @@ uint64_t CudaKvCache::bytes_for(const ModelShape& shape, int64_t n_ctx) {
 }
 
 Result<std::unique_ptr<CudaKvCache>> CudaKvCache::create(const ModelShape& shape, int64_t n_ctx) {
+  static std::atomic<uint64_t> made{0};
   auto cache = std::unique_ptr<CudaKvCache>(new CudaKvCache());
+  cache->id_ = ++made;
   cache->n_ctx_ = n_ctx;
   cache->half_dim_ = shape.head_dim / 2;
   cache->layer_floats_ = shape.n_head_kv * shape.head_dim * n_ctx;

@@ -21,6 +21,9 @@ class CudaKvCache final : public KvCache {
 
   int64_t n_ctx() const override { return n_ctx_; }
   LayerCache layer(int64_t index) const;
+  // Distinct for every cache made in the process (an address may be reused): what a recorded
+  // decode step is recorded for.
+  uint64_t id() const { return id_; }
   // [n_ctx][head_dim / 2] each
   const float* rope_cos() const { return rope_.as<const float>(); }
   const float* rope_sin() const { return rope_.as<const float>() + n_ctx_ * half_dim_; }
@@ -32,6 +35,7 @@ class CudaKvCache final : public KvCache {
  private:
   CudaKvCache() = default;
 
+  uint64_t id_ = 0;
   int64_t n_ctx_ = 0;
   int64_t half_dim_ = 0;
   int64_t layer_floats_ = 0;  // keys (or values) of one layer

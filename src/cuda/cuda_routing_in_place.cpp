@@ -55,7 +55,7 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
   STRATA_CHECK_LE(x.n_rows, CudaScratch::tokens_routed_in_place(allocated_tokens_));
   STRATA_CHECK_EQ(request.moce_bonus, 0.0f);
   tokens_routed_in_place_ = x.n_rows;
-  if (!failure_.ok()) return;
+  if (!failure_.ok() || replaying()) return;
   const int k = request.k;
   const int64_t n_picks = x.n_rows * k, n_expert = int64_t(experts.size());
   const int64_t n_ff = shape_.n_ff_expert, n_embd = shape_.n_embd;

@@ -99,6 +99,7 @@ void CudaScratch::visit(const ModelShape& m, int64_t tokens, Visitor&& visitor) 
   visitor(pick_rows, in_place * 4, "routing");
   visitor(expert_tables, tokens > 0 ? uint64_t(m.n_layer) * 3 * n_expert * sizeof(void*) : 0,
           "routing");
+  visitor(positions, tokens > 0 ? kPositionSlots * sizeof(int64_t) : 0, "positions");
   for (ConvertedRows& set : general) visitor(set, T * std::max({E, q_dim, Fs}));
   visitor(gathered_gate, T * E);
   visitor(gathered_up, T * E);
@@ -117,6 +118,12 @@ Status CudaScratch::allocate(const ModelShape& model, int64_t tokens) {
   STRATA_ASSIGN_OR_RETURN(routes_in_place,
                           PinnedBuffer::allocate(size_t(model.n_layer) * 2 * in_place * 4,
                                                  "routing results"));
+  STRATA_ASSIGN_OR_RETURN(token_staging,
+                          PinnedBuffer::allocate(size_t(tokens) * sizeof(int32_t), "token ids"));
+  STRATA_ASSIGN_OR_RETURN(position_staging,
+                          PinnedBuffer::allocate(kPositionSlots * sizeof(int64_t), "positions"));
+  STRATA_ASSIGN_OR_RETURN(logits_readback,
+                          PinnedBuffer::allocate(size_t(model.n_vocab) * sizeof(float), "logits"));
   expert_tables_written.assign(size_t(model.n_layer), 0);
   std::vector<int32_t> maps(2 * in_place);
   for (size_t p = 0; p < in_place; ++p) {
@@ -135,6 +142,9 @@ void CudaScratch::release() {
   visit(ModelShape(), 0, Releaser());
   route_readback = PinnedBuffer();
   routes_in_place = PinnedBuffer();
+  token_staging = PinnedBuffer();
+  position_staging = PinnedBuffer();
+  logits_readback = PinnedBuffer();
   expert_tables_written.clear();
   logits = DeviceBuffer();
   row_product = DeviceBuffer();

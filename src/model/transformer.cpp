@@ -58,6 +58,7 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   const ModelWeights& weights = model_->weights();
   BatchActivations& batch = backend_.begin_batch(n);
   layers_routed_in_place_.clear();
+  if (n == 1 && !all_logits && routes_in_place(n)) backend_.begin_repeatable_step(cache);
   backend_.embed(weights.token_embedding, tokens, batch.hidden);
   for (int layer = 0; layer < int(config_.n_layer); ++layer) {
     backend_.attention(weights.layers[size_t(layer)].attention, layer, pos0, cache, batch.hidden);
