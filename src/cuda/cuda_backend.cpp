@@ -291,8 +291,8 @@ void CudaBackend::rms_norm(const Vector& weight, Activations x, Activations out)
   written(out.data);
 }
 
-void CudaBackend::route_on_device(const Matrix& router, Activations x,
-                                  const RouteRequest& request) {
+void CudaBackend::route_on_device(const Matrix& router, Activations x, const RouteRequest& request,
+                                  int32_t* routes) {
   const int64_t n = x.n_rows, n_expert = router.n_out;
   const Product product{&router, converted(x, router.type),
                         task_for(router, 0, n, scratch_.router_logits.as<float>(), n_expert)};
@@ -308,15 +308,15 @@ void CudaBackend::route_on_device(const Matrix& router, Activations x,
   launch.moce_bonus = request.moce_bonus;
   launch.moce_protect = request.moce_protect;
   launch.resident = cache_aware ? scratch_.resident.data() : nullptr;
-  launch.picks = scratch_.route_out.as<int32_t>();
-  launch.weights = reinterpret_cast<float*>(scratch_.route_out.as<int32_t>() + n * request.k);
+  launch.picks = routes;
+  launch.weights = reinterpret_cast<float*>(routes + n * request.k);
   ok(launch_route(launch, stream_), "routing");
 }
 
 RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
   const size_t count = size_t(x.n_rows * request.k);
   if (failure_.ok()) {
-    route_on_device(router, x, request);
+    route_on_device(router, x, request, scratch_.route_out.as<int32_t>());
     if (failure_.ok())
       ok(cudaMemcpyAsync(scratch_.route_readback.data(), scratch_.route_out.data(), 2 * count * 4,
                          cudaMemcpyDeviceToHost, stream_),
@@ -397,6 +397,13 @@ void CudaBackend::logits(const Vector& norm, const Matrix& output, Activations h
                           task_for(output, 0, n_rows, scratch_.logits.as<float>(), n_vocab)};
     run({&product, 1});
   }
+  if (failure_.ok() && !replaying() && routed_layers_in_place_) {
+    ok(cudaMemcpyAsync(scratch_.routes_in_place.data(), scratch_.device_routes.data(),
+                       scratch_.device_routes.bytes(), cudaMemcpyDeviceToHost, stream_),
+       "copying routes to the host");
+  }
+  routed_layers_in_place_ = false;
+  // The copies below return after it.
   if (n_rows > 1) {
     download(scratch_.logits, size_t(n_rows * n_vocab), logits, "copying logits to the host");
     return;

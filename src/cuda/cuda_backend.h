@@ -108,15 +108,17 @@ class CudaBackend final : public Backend {
   void written(const float* buffer);
   // Launches the products, those that share a format, row length and input in one launch each.
   void run(std::span<const Product> products);
-  // The router's product and the routing kernel: picks then weights [rows][k] in route_out.
-  void route_on_device(const Matrix& router, Activations x, const RouteRequest& request);
+  // The router's product and the routing kernel: picks then weights [rows][k] at `routes`.
+  void route_on_device(const Matrix& router, Activations x, const RouteRequest& request,
+                       int32_t* routes);
   RouteResult meaningless_route(size_t count);
   // The experts' device pointers of a layer routed in place: gate, up, down [n_expert] each.
   const uint8_t* const* expert_table(int layer, std::span<const ExpertMatrices> experts);
   // One routed product per pick of x's rows (routing in place): row p of y is the product of
-  // `part` of expert picks[p] with row p / k of x.
-  void run_routed(const Matrix& part, ActivationRows x, const uint8_t* const* weights,
-                  int64_t n_picks, float* y, Epilogue epilogue, const float* gate);
+  // `part` of expert picks[p] (device memory) with row p / k of x.
+  void run_routed(const Matrix& part, ActivationRows x, const int32_t* picks,
+                  const uint8_t* const* weights, int64_t n_picks, float* y, Epilogue epilogue,
+                  const float* gate);
   MatmulTask task_for(const Matrix& w, int64_t x_first, int64_t n_cols, float* y, int64_t y_stride);
   const float* device_vector(const Vector& v) const;
   // Copies host values to the device buffer, asynchronously (the host copy may change after).
@@ -142,6 +144,7 @@ class CudaBackend final : public Backend {
   std::vector<int32_t> picks_, ranked_, host_ints_;
   std::vector<const uint8_t*> host_table_;
   int64_t tokens_routed_in_place_ = 0;  // this forward pass's
+  bool routed_layers_in_place_ = false;  // since the last logits()
   StepMode step_mode_ = StepMode::kLaunch;
   RecordedStep recorded_;
   // The last repeatable step run without a recording: the next one for the same cache and

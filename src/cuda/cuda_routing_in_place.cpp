@@ -28,8 +28,9 @@ const uint8_t* const* CudaBackend::expert_table(int layer, std::span<const Exper
   return table;
 }
 
-void CudaBackend::run_routed(const Matrix& part, ActivationRows x, const uint8_t* const* weights,
-                             int64_t n_picks, float* y, Epilogue epilogue, const float* gate) {
+void CudaBackend::run_routed(const Matrix& part, ActivationRows x, const int32_t* picks,
+                             const uint8_t* const* weights, int64_t n_picks, float* y,
+                             Epilogue epilogue, const float* gate) {
   if (!failure_.ok()) return;
   std::vector<MatmulTask> tasks(static_cast<size_t>(n_picks));
   for (int64_t p = 0; p < n_picks; ++p) {
@@ -44,7 +45,7 @@ void CudaBackend::run_routed(const Matrix& part, ActivationRows x, const uint8_t
     task.routed_pick = int32_t(p);
   }
   const MatmulRequest request{Format(uint32_t(part.type)), part.grouped_rows, part.n_in, part.row_bytes(),
-                              x,  tasks, {scratch_.route_out.as<int32_t>(), weights}};
+                              x,  tasks, {picks, weights}};
   ok(launch_matmul(request, stream_), "a routed expert's product");
 }
 
@@ -59,11 +60,10 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
   const int k = request.k;
   const int64_t n_picks = x.n_rows * k, n_expert = int64_t(experts.size());
   const int64_t n_ff = shape_.n_ff_expert, n_embd = shape_.n_embd;
-  route_on_device(router, x, request);
-  const size_t route_bytes = size_t(2 * n_picks) * 4;
-  ok(cudaMemcpyAsync(scratch_.routes_in_place.data() + size_t(layer) * route_bytes,
-                     scratch_.route_out.data(), route_bytes, cudaMemcpyDeviceToHost, stream_),
-     "copying routes to the host");
+  // The layer's share of device_routes, which logits() copies to the host for every layer.
+  int32_t* routes = scratch_.device_routes.as<int32_t>() + layer * 2 * n_picks;
+  route_on_device(router, x, request, routes);
+  routed_layers_in_place_ = true;
   const uint8_t* const* table = expert_table(layer, experts);
   const ExpertMatrices& shape = experts[0];
   // The gate's and up's input: x's rows, read by each pick's row through pick_tokens.
@@ -75,8 +75,8 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
   }
   float *gate_out = scratch_.gate_out.as<float>(), *h = scratch_.expert_h.as<float>();
   float* down_out = scratch_.down_out.as<float>();
-  run_routed(shape.gate, gate_input, table, n_picks, gate_out, Epilogue::kStore, nullptr);
-  run_routed(shape.up, up_input, table + n_expert, n_picks, h, Epilogue::kSiluTimes, gate_out);
+  run_routed(shape.gate, gate_input, routes, table, n_picks, gate_out, Epilogue::kStore, nullptr);
+  run_routed(shape.up, up_input, routes, table + n_expert, n_picks, h, Epilogue::kSiluTimes, gate_out);
   const Format down_format = Format(uint32_t(quant_traits(shape.down.type).vec_dot_type));
   ActivationRows down_input;
   if (down_format == Format::kF32) {
@@ -88,11 +88,11 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
     convert_into(h, n_ff, scratch_.expert_input, down_format, n_picks, n_ff, {&all, 1});
     down_input = scratch_.expert_input.view(down_format, n_picks, n_ff);
   }
-  run_routed(shape.down, down_input, table + 2 * n_expert, n_picks, down_out, Epilogue::kStore,
+  run_routed(shape.down, down_input, routes, table + 2 * n_expert, n_picks, down_out, Epilogue::kStore,
              nullptr);
   if (!failure_.ok()) return;
   ok(launch_mix_rows(down_out, scratch_.pick_rows.as<int32_t>(),
-                     reinterpret_cast<const float*>(scratch_.route_out.as<int32_t>() + n_picks), k,
+                     reinterpret_cast<const float*>(routes + n_picks), k,
                      x.n_rows, n_embd, moe_out.data, stream_),
      "mixing the experts");
   written(moe_out.data);
@@ -101,7 +101,7 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
 RouteResult CudaBackend::routed_in_place(int layer) {
   const size_t count = size_t(tokens_routed_in_place_ * shape_.n_expert_used);
   if (!failure_.ok()) return meaningless_route(count);
-  // The logits' copy, after every layer's, has returned.
+  // logits() copied every layer's routes and waited for the copy.
   const int32_t* picks = scratch_.routes_in_place.as<int32_t>() + size_t(layer) * 2 * count;
   return {{picks, count}, {reinterpret_cast<const float*>(picks + count), count}};
 }

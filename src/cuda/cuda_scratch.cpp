@@ -97,6 +97,7 @@ void CudaScratch::visit(const ModelShape& m, int64_t tokens, Visitor&& visitor) 
   const uint64_t in_place = uint64_t(tokens_routed_in_place(tokens)) * n_used;
   visitor(pick_tokens, in_place * 4, "routing");
   visitor(pick_rows, in_place * 4, "routing");
+  visitor(device_routes, uint64_t(m.n_layer) * 2 * in_place * 4, "routing");
   visitor(expert_tables, tokens > 0 ? uint64_t(m.n_layer) * 3 * n_expert * sizeof(void*) : 0,
           "routing");
   visitor(positions, tokens > 0 ? kPositionSlots * sizeof(int64_t) : 0, "positions");

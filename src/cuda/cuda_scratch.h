@@ -56,6 +56,8 @@ struct CudaScratch {
   // device pointers per layer, [n_layer][gate, up, down][n_expert], written at a layer's first
   // use (expert_tables_written).
   DeviceBuffer pick_tokens, pick_rows, expert_tables;
+  // Their picks then weights, [n_layer][2][tokens * k], copied to routes_in_place at once.
+  DeviceBuffer device_routes;
   std::vector<uint8_t> expert_tables_written;  // [n_layer]
   // Conversions: general-purpose sets (the FFN input, attention input and output, the shared
   // expert's activations, the final norm), the experts' gathered inputs, their down inputs.
