@@ -152,7 +152,7 @@ uint64_t CudaBackend::scratch_bytes(const ScratchShape& shape) const {
 void CudaBackend::release_scratch() {
   // The ops queued may still read the scratch.
   ok(cudaStreamSynchronize(stream_), "finishing the batch");
-  forget_recorded_step();
+  forget_steps();
   scratch_.release();
   allocated_tokens_ = 0;
 }
@@ -161,7 +161,7 @@ BatchActivations& CudaBackend::begin_batch(int64_t n_tokens) {
   STRATA_CHECK(step_mode_ == StepMode::kLaunch);  // a repeatable step ends with its logits
   if (n_tokens > allocated_tokens_ && failure_.ok()) {
     ok(cudaStreamSynchronize(stream_), "finishing the batch");
-    forget_recorded_step();
+    forget_steps();
     if (ok(scratch_.allocate(shape_, n_tokens))) {
       allocated_tokens_ = n_tokens;
       next_position_slot_ = 0;

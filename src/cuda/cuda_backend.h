@@ -96,6 +96,8 @@ class CudaBackend final : public Backend {
   // Ends a recording and launches it, or launches the recording replayed.
   void launch_recorded_step();
   void forget_recorded_step();
+  // The recording, and which step was last run unrecorded.
+  void forget_steps();
 
   // Keeps the first failure; true while there is none.
   bool ok(cudaError_t error, const char* operation);

@@ -283,7 +283,7 @@ TEST_P(GpuBackendOps, RouteInPlaceAsTheHostRoutes) {
 // Decode steps as the layer loop runs them when each is repeatable: the second step for a cache
 // is recorded, the later ones replay the recording with their token and position. The logits of
 // every step are those of the same steps launched op by op, to the bit, also when a second cache
-// (another sequence) takes turns with the first.
+// (another sequence) takes turns with the first and when the scratch is released between steps.
 TEST_P(GpuBackendOps, RepeatedDecodeStepsReplayBitForBit) {
   SKIP_WITHOUT_GPU();
   const ModelShape shape = test_shape();
@@ -304,6 +304,8 @@ TEST_P(GpuBackendOps, RepeatedDecodeStepsReplayBitForBit) {
       KvCache& cache = step >= 6 && step < 10 ? *second.value() : *first.value();
       const int64_t pos = step < 6 ? step : step < 10 ? step - 6 : step - 4;
       const int32_t token = int32_t((step * 53 + 11) % shape.n_vocab);
+      // As after a prompt: the scratch, and what the recording read of it, made anew.
+      if (step == 10) gpu.release_scratch();
       BatchActivations& batch = gpu.begin_batch(1);
       if (repeatable) gpu.begin_repeatable_step(cache);
       gpu.embed(weights.embedding, {&token, 1}, batch.hidden);

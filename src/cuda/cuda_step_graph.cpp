@@ -78,4 +78,12 @@ void CudaBackend::forget_recorded_step() {
   recorded_ = RecordedStep();
 }
 
+void CudaBackend::forget_steps() {
+  forget_recorded_step();
+  // Scratch allocated anew holds no expert tables or logits buffer yet: the next repeatable step
+  // runs unrecorded again.
+  unrecorded_cache_id_ = 0;
+  unrecorded_tokens_ = 0;
+}
+
 }  // namespace strata::cuda
