@@ -3,7 +3,7 @@
 namespace strata::cuda {
 namespace {
 
-constexpr int kAttentionThreads = 128;
+constexpr int kAttentionThreads = 512;
 
 // Sums and maxima over a block, combined in a fixed order (warps by butterfly, then the warps
 // in order by thread 0).

@@ -70,7 +70,7 @@ STRATA_HD float exact_sub(float a, float b) {
 // can move an 8-bit activation quant downstream.
 STRATA_HD float exact_expf(float x) {
   // 2^(i/32) as doubles, less i << 47 (what the exponent part of k adds back).
-  constexpr uint64_t kTable[32] = {
+  static constexpr uint64_t kTable[32] = {
       0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
       0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
       0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,

@@ -10,7 +10,7 @@ export LD_LIBRARY_PATH=$R/.device-carry/lib:${LD_LIBRARY_PATH:-}
 B=$R/build
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv > $OUT/gpu.txt 2>&1
 timeout 300 $B/src/cuda/strata_cuda_tests > $OUT/cuda_tests.txt 2>&1; echo "cuda tests rc=$?"; tail -3 $OUT/cuda_tests.txt
-timeout 200 $B/tests/strata_golden_tests --gtest_filter='GpuCli.*' > $OUT/gpucli.txt 2>&1; echo "gpucli rc=$?"; tail -3 $OUT/gpucli.txt
+timeout 300 $B/tests/strata_golden_tests --gtest_filter="${GOLDEN_FILTER:-GpuCli.*}" > $OUT/gpucli.txt 2>&1; echo "gpucli rc=$?"; tail -3 $OUT/gpucli.txt
 M=/tmp/m30.gguf
 [ -f $M ] || $B/strata make-model --preset 30b-a3b --type q4_0 --stats-tokens 0 -o $M > $OUT/make.txt 2>&1
 ls -la $M
@@ -20,4 +20,10 @@ if [ -n "${1:-}" ]; then
 else
   timeout 300 $B/strata bench -m $M --device cuda --prompt-tokens 512 -n 128 -r 3 -o $OUT/30b.json > $OUT/30b.txt 2>&1; tail -6 $OUT/30b.txt
   timeout 200 $B/strata bench -m models/strata-tiny-moe-q4_0.gguf --device cuda --prompt-tokens 512 -n 128 -r 3 -o $OUT/tiny.json > $OUT/tiny.txt 2>&1; tail -6 $OUT/tiny.txt
+fi
+# A timeline of 32 decode steps (kernel durations per name), where the machine has Nsight Systems.
+if [ -n "${PROFILE:-}" ] && command -v nsys > /dev/null; then
+  nsys profile --cuda-graph-trace=node -o /tmp/decode --force-overwrite true $B/strata run -m $M --device cuda -p "Hello there" -n 48 --temp 0 > /dev/null 2> $OUT/profile-run.txt
+  nsys stats --report cuda_gpu_kern_sum --format csv -o $OUT/kernels /tmp/decode.nsys-rep > /dev/null 2>&1
+  ls $OUT
 fi
