@@ -1,0 +1,19 @@
+#!/bin/bash
+# Strata (routing in place, recorded decode steps) beside llama.cpp's CUDA backend on the H200:
+# the 30B-A3B shape in Q4_0 and in Q4_K, every weight in VRAM, two alternating rounds each
+# (bench/beside_llama_cpp.py). llama.cpp v0.5.0's llama-bench and its libraries come in
+# .device-carry/llama.tar.xz (built elsewhere: -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90).
+set -u
+R=$PWD
+tar xJf .device-carry/bin.tar.xz -C "$R"
+tar xJf .device-carry/llama.tar.xz -C /tmp
+export LD_LIBRARY_PATH=$R/.device-carry/lib:/tmp/llb:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+B=$R/build
+nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv > $OUT/gpu.txt 2>&1
+ldd /tmp/llb/llama-bench | grep "not found" > $OUT/ldd-missing.txt
+for type in q4_0 q4_k; do
+  M=/tmp/30b-$type.gguf
+  $B/strata make-model --preset 30b-a3b --type $type --stats-tokens 0 -o $M > $OUT/make-$type.txt 2>&1
+  python3 bench/beside_llama_cpp.py /tmp/llb/llama-bench $B/strata $M $OUT/30b-$type 2 cuda > $OUT/30b-$type.txt 2>&1
+  tail -6 $OUT/30b-$type.txt
+done
