@@ -5,11 +5,14 @@
 
 #include "cuda/convert_rows.h"
 
+#include "cuda/rms_norm_row.h"
+
 namespace strata::cuda {
 namespace {
 
 constexpr int kRangesPerLaunch = 32;
 constexpr int kThreads = 1024;  // a warp per chunk of a 4096-wide row: one pass in decode
+static_assert(kThreads == kNormThreads, "norm_and_convert_kernel runs both on one block");
 constexpr int kWarps = kThreads / 32;
 
 struct RangeTable {
@@ -80,13 +83,8 @@ __device__ void convert_q8_k_blocks(const float* x, const ActivationRows& out, i
   }
 }
 
-__global__ void __launch_bounds__(kThreads)
-    convert_kernel(const float* x, int64_t x_stride, const __grid_constant__ ActivationRows out,
-                   const __grid_constant__ RangeTable table) {
-  int r = 0;
-  while (r + 1 < table.n_ranges && blockIdx.x >= table.first_block[r + 1]) ++r;
-  const int64_t row = table.range[r].first + (int64_t(blockIdx.x) - table.first_block[r]);
-  const float* source = x + row * x_stride;
+// `source` as stored row `row` of `out`, by the block.
+__device__ void convert_row(const float* source, const ActivationRows& out, int64_t row) {
   switch (out.format) {
     case Format::kQ8_0:
     case Format::kQ8_1:
@@ -104,7 +102,35 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+__global__ void __launch_bounds__(kThreads)
+    convert_kernel(const float* x, int64_t x_stride, const __grid_constant__ ActivationRows out,
+                   const __grid_constant__ RangeTable table) {
+  int r = 0;
+  while (r + 1 < table.n_ranges && blockIdx.x >= table.first_block[r + 1]) ++r;
+  const int64_t row = table.range[r].first + (int64_t(blockIdx.x) - table.first_block[r]);
+  convert_row(x + row * x_stride, out, row);
+}
+
+// Block r: row r normed (rms_norm_row), then the normed row converted.
+__global__ void __launch_bounds__(kThreads)
+    norm_and_convert_kernel(const float* x, int64_t x_stride, const float* weight, float eps,
+                            float* normed, const __grid_constant__ ActivationRows out) {
+  __shared__ double partial[kNormThreads / 32];
+  const int64_t row = blockIdx.x;
+  float* y = normed + row * out.n_in;
+  rms_norm_row(x + row * x_stride, weight, out.n_in, eps, y, partial);
+  __syncthreads();  // the block's writes of y are seen by the whole block
+  convert_row(y, out, row);
+}
+
 }  // namespace
+
+cudaError_t launch_norm_and_convert(const NormAndConvertRequest& request, cudaStream_t stream) {
+  if (request.n_rows == 0) return cudaSuccess;
+  norm_and_convert_kernel<<<unsigned(request.n_rows), kThreads, 0, stream>>>(
+      request.x, request.x_stride, request.weight, request.eps, request.normed, request.out);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_convert_rows(const ConvertRequest& request, cudaStream_t stream) {
   for (size_t first = 0; first < request.ranges.size(); first += kRangesPerLaunch) {

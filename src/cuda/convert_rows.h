@@ -29,4 +29,19 @@ struct ConvertRequest {
 
 cudaError_t launch_convert_rows(const ConvertRequest& request, cudaStream_t stream);
 
+// normed[r] = rms_norm(x[r]) * weight (the norm kernel's float operations, elementwise.h), and
+// normed[r] converted as launch_convert_rows converts it into stored row r of `out`, in one
+// launch, for rows r < n_rows.
+struct NormAndConvertRequest {
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  const float* weight = nullptr;
+  float eps = 0;
+  int64_t n_rows = 0;
+  float* normed = nullptr;  // [n_rows][out.n_in]
+  ActivationRows out;
+};
+
+cudaError_t launch_norm_and_convert(const NormAndConvertRequest& request, cudaStream_t stream);
+
 }  // namespace strata::cuda

@@ -15,9 +15,9 @@ void CudaBackend::attention(const AttentionWeights& w, int layer, int64_t pos0, 
   const int64_t n = hidden.n_rows, n_embd = shape_.n_embd, head_dim = shape_.head_dim;
   const int64_t q_dim = shape_.n_head * head_dim, kv_dim = shape_.n_head_kv * head_dim;
   const Activations input{scratch_.attention_input.as<float>(), n, n_embd};
-  rms_norm(w.norm, hidden, input);
+  const ActivationRows q_input = normed_and_converted(w.norm, hidden, input, w.q.type);
   float *q = scratch_.q.as<float>(), *k = scratch_.k.as<float>(), *v = scratch_.v.as<float>();
-  Product products[] = {{&w.q, converted(input, w.q.type), task_for(w.q, 0, n, q, q_dim)},
+  Product products[] = {{&w.q, q_input, task_for(w.q, 0, n, q, q_dim)},
                         {&w.k, converted(input, w.k.type), task_for(w.k, 0, n, k, kv_dim)},
                         {&w.v, converted(input, w.v.type), task_for(w.v, 0, n, v, kv_dim)}};
   products[0].task.bias = device_vector(w.q_bias);

@@ -225,6 +225,29 @@ ActivationRows CudaBackend::converted(Activations x, QuantType type) {
   return oldest->view(format, x.n_rows, x.width);
 }
 
+ActivationRows CudaBackend::normed_and_converted(const Vector& weight, Activations x,
+                                                 Activations out, QuantType type) {
+  const Format format = format_of(activation_type(type));
+  if (format == Format::kF32 || !failure_.ok()) {
+    rms_norm(weight, x, out);
+    return converted(out, type);
+  }
+  written(out.data);
+  ConvertedRows* oldest = &scratch_.general[0];
+  for (ConvertedRows& set : scratch_.general)
+    if (set.last_use < oldest->last_use) oldest = &set;
+  const NormAndConvertRequest request{x.data,        x.width, device_vector(weight),
+                                      shape_.rms_eps, x.n_rows, out.data,
+                                      oldest->view(format, x.n_rows, x.width)};
+  ok(launch_norm_and_convert(request, stream_), "an RMS norm");
+  oldest->source = out.data;
+  oldest->format = format;
+  oldest->n_rows = x.n_rows;
+  oldest->n_in = x.width;
+  oldest->last_use = ++conversions_;
+  return request.out;
+}
+
 MatmulTask CudaBackend::task_for(const Matrix& w, int64_t x_first, int64_t n_cols, float* y,
                                  int64_t y_stride) {
   STRATA_CHECK(!w.rearrange_before_use);

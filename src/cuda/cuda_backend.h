@@ -105,6 +105,9 @@ class CudaBackend final : public Backend {
   // x converted to the activation format of weights of `type`, cached per format until x is
   // written again (written()).
   ActivationRows converted(Activations x, QuantType type);
+  // rms_norm(weight, x, out), then converted(out, type), in one launch.
+  ActivationRows normed_and_converted(const Vector& weight, Activations x, Activations out,
+                                      QuantType type);
   void convert_into(const float* x, int64_t x_stride, ConvertedRows& set, Format format,
                     int64_t n_rows, int64_t n_in, std::span<const RowRange> ranges);
   void written(const float* buffer);

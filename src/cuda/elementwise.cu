@@ -1,43 +1,19 @@
 #include "cuda/elementwise.h"
 
 #include "cuda/device_math.h"
+#include "cuda/rms_norm_row.h"
 
 namespace strata::cuda {
 namespace {
 
-constexpr int kNormThreads =
-    1024;  // two values a thread for a 2048-wide row: decode waits on one load
 constexpr int kThreads = 256;
-
-// The block's sum of `value` in a fixed order: warps by butterfly, then warp 0 over the warps.
-__device__ double block_sum(double value, double* shared) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) shared[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    value = lane < int(blockDim.x / 32) ? shared[lane] : 0.0;
-    for (int offset = 16; offset > 0; offset /= 2)
-      value += __shfl_xor_sync(0xffffffffu, value, offset);
-    if (lane == 0) shared[0] = value;
-  }
-  __syncthreads();
-  return shared[0];
-}
 
 __global__ void __launch_bounds__(kNormThreads)
     rms_norm_kernel(const float* x, int64_t x_stride, const float* weight, int64_t n, float eps,
                     float* out, int64_t out_stride) {
   __shared__ double partial[kNormThreads / 32];
-  const float* row = x + int64_t(blockIdx.x) * x_stride;
-  float* y = out + int64_t(blockIdx.x) * out_stride;
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) sum += double(row[i] * row[i]);
-  sum = block_sum(sum, partial);
-  const float mean = float(sum / double(n));
-  const float scale = 1.0f / sqrtf(mean + eps);
-  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) y[i] = (row[i] * scale) * weight[i];
+  rms_norm_row(x + int64_t(blockIdx.x) * x_stride, weight, n, eps,
+               out + int64_t(blockIdx.x) * out_stride, partial);
 }
 
 __global__ void add_kernel(const float* x, float* y, int64_t n) {

@@ -17,3 +17,9 @@ for type in q4_0 q4_k; do
   python3 bench/beside_llama_cpp.py /tmp/llb/llama-bench $B/strata $M $OUT/30b-$type 2 cuda > $OUT/30b-$type.txt 2>&1
   tail -6 $OUT/30b-$type.txt
 done
+# Kernel durations of one decode step of the Q4_0 model (Nsight Compute, the device's own clocks
+# and caches): 40 kernels from the third generated token on, about two layers.
+M=/tmp/30b-q4_0.gguf
+timeout 240 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size \
+  --launch-skip 2200 --launch-count 40 --csv $B/strata run -m $M --device cuda -p "Hi" -n 6 --temp 0 > $OUT/ncu-decode.csv 2> $OUT/ncu-decode.err
+tail -3 $OUT/ncu-decode.err
