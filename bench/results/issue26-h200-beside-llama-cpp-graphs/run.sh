@@ -11,6 +11,7 @@ export LD_LIBRARY_PATH=$R/.device-carry/lib:/tmp/llb:/usr/local/cuda/lib64:${LD_
 B=$R/build
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv > $OUT/gpu.txt 2>&1
 ldd /tmp/llb/llama-bench | grep "not found" > $OUT/ldd-missing.txt
+timeout 300 $B/src/cuda/strata_cuda_tests > $OUT/cuda_tests.txt 2>&1; echo "cuda tests rc=$?"; tail -2 $OUT/cuda_tests.txt
 for type in q4_0 q4_k; do
   M=/tmp/30b-$type.gguf
   $B/strata make-model --preset 30b-a3b --type $type --stats-tokens 0 -o $M > $OUT/make-$type.txt 2>&1
