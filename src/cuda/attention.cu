@@ -213,8 +213,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
 }  // namespace
 
 cudaError_t launch_prepare_attention(const AttentionShape& shape, const AttentionInputs& inputs,
-                                     int64_t n_tokens, const int64_t* pos0,
-                                     const LayerCache& cache, cudaStream_t stream) {
+                                     int64_t n_tokens, const int64_t* pos0, const LayerCache& cache,
+                                     cudaStream_t stream) {
   const dim3 grid(unsigned(n_tokens), unsigned(shape.n_head + 2 * shape.n_head_kv));
   const unsigned threads = unsigned((shape.head_dim / 2 + 31) / 32 * 32);
   prepare_kernel<<<grid, threads, 0, stream>>>(shape, inputs, pos0, cache);

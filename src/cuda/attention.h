@@ -45,8 +45,8 @@ struct AttentionInputs {
 };
 // pos0 is in device memory, so that a recorded decode step (a CUDA graph) runs at any position.
 cudaError_t launch_prepare_attention(const AttentionShape& shape, const AttentionInputs& inputs,
-                                     int64_t n_tokens, const int64_t* pos0,
-                                     const LayerCache& cache, cudaStream_t stream);
+                                     int64_t n_tokens, const int64_t* pos0, const LayerCache& cache,
+                                     cudaStream_t stream);
 
 // out[t][h][:] = sum_j softmax_j(scale q[t][h]·k_j) v_j over positions j <= *pos0 + t.
 // Shared memory holds a block's scores, for positions_bound >= *pos0 + n_tokens positions: at most

@@ -236,8 +236,12 @@ ActivationRows CudaBackend::normed_and_converted(const Vector& weight, Activatio
   ConvertedRows* oldest = &scratch_.general[0];
   for (ConvertedRows& set : scratch_.general)
     if (set.last_use < oldest->last_use) oldest = &set;
-  const NormAndConvertRequest request{x.data,        x.width, device_vector(weight),
-                                      shape_.rms_eps, x.n_rows, out.data,
+  const NormAndConvertRequest request{x.data,
+                                      x.width,
+                                      device_vector(weight),
+                                      shape_.rms_eps,
+                                      x.n_rows,
+                                      out.data,
                                       oldest->view(format, x.n_rows, x.width)};
   ok(launch_norm_and_convert(request, stream_), "an RMS norm");
   oldest->source = out.data;

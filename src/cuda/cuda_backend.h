@@ -4,9 +4,10 @@
 //
 // The host waits for the device where it needs a result: logits, read-ahead rankings, what
 // observers read, and the router's picks (route(), once per MoE layer) except where the layer's
-// experts are all in device memory and routed in place (cuda_routing_in_place.cpp). A failed launch, copy or
-// allocation is kept (failure()); from then on the ops compute nothing and return valid but
-// meaningless routes, so the forward pass ends and reports it instead of computing garbage.
+// experts are all in device memory and routed in place (cuda_routing_in_place.cpp). A failed
+// launch, copy or allocation is kept (failure()); from then on the ops compute nothing and return
+// valid but meaningless routes, so the forward pass ends and reports it instead of computing
+// garbage.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -148,7 +149,7 @@ class CudaBackend final : public Backend {
   // Host copies the ops hand out.
   std::vector<int32_t> picks_, ranked_, host_ints_;
   std::vector<const uint8_t*> host_table_;
-  int64_t tokens_routed_in_place_ = 0;  // this forward pass's
+  int64_t tokens_routed_in_place_ = 0;   // this forward pass's
   bool routed_layers_in_place_ = false;  // since the last logits()
   StepMode step_mode_ = StepMode::kLaunch;
   RecordedStep recorded_;

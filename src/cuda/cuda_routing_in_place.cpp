@@ -10,7 +10,8 @@
 
 namespace strata::cuda {
 
-const uint8_t* const* CudaBackend::expert_table(int layer, std::span<const ExpertMatrices> experts) {
+const uint8_t* const* CudaBackend::expert_table(int layer,
+                                                std::span<const ExpertMatrices> experts) {
   const size_t n_expert = experts.size();
   auto* table = scratch_.expert_tables.as<const uint8_t*>() + size_t(layer) * 3 * n_expert;
   if (!scratch_.expert_tables_written[size_t(layer)]) {
@@ -44,8 +45,13 @@ void CudaBackend::run_routed(const Matrix& part, ActivationRows x, const int32_t
     task.gate = gate ? gate + p * part.n_out : nullptr;
     task.routed_pick = int32_t(p);
   }
-  const MatmulRequest request{Format(uint32_t(part.type)), part.grouped_rows, part.n_in, part.row_bytes(),
-                              x,  tasks, {picks, weights}};
+  const MatmulRequest request{Format(uint32_t(part.type)),
+                              part.grouped_rows,
+                              part.n_in,
+                              part.row_bytes(),
+                              x,
+                              tasks,
+                              {picks, weights}};
   ok(launch_matmul(request, stream_), "a routed expert's product");
 }
 
@@ -76,7 +82,8 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
   float *gate_out = scratch_.gate_out.as<float>(), *h = scratch_.expert_h.as<float>();
   float* down_out = scratch_.down_out.as<float>();
   run_routed(shape.gate, gate_input, routes, table, n_picks, gate_out, Epilogue::kStore, nullptr);
-  run_routed(shape.up, up_input, routes, table + n_expert, n_picks, h, Epilogue::kSiluTimes, gate_out);
+  run_routed(shape.up, up_input, routes, table + n_expert, n_picks, h, Epilogue::kSiluTimes,
+             gate_out);
   const Format down_format = Format(uint32_t(quant_traits(shape.down.type).vec_dot_type));
   ActivationRows down_input;
   if (down_format == Format::kF32) {
@@ -88,12 +95,12 @@ void CudaBackend::route_and_compute_experts(int layer, const Matrix& router, Act
     convert_into(h, n_ff, scratch_.expert_input, down_format, n_picks, n_ff, {&all, 1});
     down_input = scratch_.expert_input.view(down_format, n_picks, n_ff);
   }
-  run_routed(shape.down, down_input, routes, table + 2 * n_expert, n_picks, down_out, Epilogue::kStore,
-             nullptr);
+  run_routed(shape.down, down_input, routes, table + 2 * n_expert, n_picks, down_out,
+             Epilogue::kStore, nullptr);
   if (!failure_.ok()) return;
   ok(launch_mix_rows(down_out, scratch_.pick_rows.as<int32_t>(),
-                     reinterpret_cast<const float*>(routes + n_picks), k,
-                     x.n_rows, n_embd, moe_out.data, stream_),
+                     reinterpret_cast<const float*>(routes + n_picks), k, x.n_rows, n_embd,
+                     moe_out.data, stream_),
      "mixing the experts");
   written(moe_out.data);
 }

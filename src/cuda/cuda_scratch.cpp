@@ -116,9 +116,9 @@ Status CudaScratch::allocate(const ModelShape& model, int64_t tokens) {
       route_readback,
       PinnedBuffer::allocate(size_t(2 * tokens * model.n_expert_used * 4), "routing results"));
   const size_t in_place = size_t(tokens_routed_in_place(tokens) * model.n_expert_used);
-  STRATA_ASSIGN_OR_RETURN(routes_in_place,
-                          PinnedBuffer::allocate(size_t(model.n_layer) * 2 * in_place * 4,
-                                                 "routing results"));
+  STRATA_ASSIGN_OR_RETURN(
+      routes_in_place,
+      PinnedBuffer::allocate(size_t(model.n_layer) * 2 * in_place * 4, "routing results"));
   STRATA_ASSIGN_OR_RETURN(token_staging,
                           PinnedBuffer::allocate(size_t(tokens) * sizeof(int32_t), "token ids"));
   STRATA_ASSIGN_OR_RETURN(position_staging,
@@ -131,9 +131,9 @@ Status CudaScratch::allocate(const ModelShape& model, int64_t tokens) {
     maps[p] = int32_t(p / size_t(model.n_expert_used));
     maps[in_place + p] = int32_t(p);
   }
-  STRATA_RETURN_IF_ERROR(cuda_status(
-      cudaMemcpy(pick_tokens.data(), maps.data(), in_place * 4, cudaMemcpyHostToDevice),
-      "copying routing maps to the device"));
+  STRATA_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpy(pick_tokens.data(), maps.data(), in_place * 4, cudaMemcpyHostToDevice),
+                  "copying routing maps to the device"));
   return cuda_status(
       cudaMemcpy(pick_rows.data(), maps.data() + in_place, in_place * 4, cudaMemcpyHostToDevice),
       "copying routing maps to the device");

@@ -70,7 +70,8 @@ void CudaBackend::launch_recorded_step() {
     }
   }
   step_mode_ = StepMode::kLaunch;
-  if (failure_.ok()) ok(cudaGraphLaunch(recorded_.graph, stream_), "launching a recorded decode step");
+  if (failure_.ok())
+    ok(cudaGraphLaunch(recorded_.graph, stream_), "launching a recorded decode step");
 }
 
 void CudaBackend::forget_recorded_step() {

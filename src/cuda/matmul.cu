@@ -49,7 +49,8 @@ __device__ __forceinline__ int task_of_block(const TaskTable& table, int64_t blo
 
 __device__ __forceinline__ const uint8_t* weights_of(const MatmulShape& shape,
                                                      const MatmulTask& task) {
-  return task.routed_pick < 0 ? task.w : shape.experts.weights[shape.experts.picks[task.routed_pick]];
+  return task.routed_pick < 0 ? task.w
+                              : shape.experts.weights[shape.experts.picks[task.routed_pick]];
 }
 
 __device__ __forceinline__ void finish(const MatmulTask& task, int64_t row, int64_t col,
@@ -610,8 +611,9 @@ __global__ void __launch_bounds__(kWarpSize)
   for (int64_t i0 = 0; i0 < shape.n_in; i0 += kTile) {
     const int n = int(shape.n_in - i0 < kTile ? shape.n_in - i0 : kTile);
     __syncthreads();  // the previous tile is read
-    copy_to_shared(tile, kTileRowBytes, weights + size_t(row0) * shape.row_bytes + i0 * kWeightBytes,
-                   shape.row_bytes, n_rows, size_t(n) * kWeightBytes);
+    copy_to_shared(tile, kTileRowBytes,
+                   weights + size_t(row0) * shape.row_bytes + i0 * kWeightBytes, shape.row_bytes,
+                   n_rows, size_t(n) * kWeightBytes);
     copy_to_shared(x_tile, 0, x_values + i0 * kXBytes, 0, 1, size_t(n) * kXBytes);
     wait_for_async_copies();
     __syncthreads();

@@ -46,7 +46,7 @@ struct MatmulTask {
 
 // Where the kernels find a routed task's weights: expert picks[p]'s matrix is weights[picks[p]].
 struct RoutedWeights {
-  const int32_t* picks = nullptr;             // device memory
+  const int32_t* picks = nullptr;           // device memory
   const uint8_t* const* weights = nullptr;  // device memory, [n_expert]
 };
 

@@ -26,11 +26,11 @@ uint64_t Transformer::scratch_bytes(const Backend& backend, const Model& model, 
                            n_expert * (1 + 3 * sizeof(int32_t) + sizeof(ExpertJob)) +
                            uint64_t(shape.next_visit_scores) * sizeof(float);
   // resident_experts_, the layers routed in place.
-  const uint64_t in_place = backend.routes_in_place()
-                                ? uint64_t(c.n_layer) * (n_expert * sizeof(ExpertMatrices) +
-                                                         sizeof(std::vector<ExpertMatrices>) +
-                                                         sizeof(int))
-                                : 0;
+  const uint64_t in_place =
+      backend.routes_in_place()
+          ? uint64_t(c.n_layer) * (n_expert * sizeof(ExpertMatrices) +
+                                   sizeof(std::vector<ExpertMatrices>) + sizeof(int))
+          : 0;
   return backend.scratch_bytes(shape) + routing + in_place;
 }
 
@@ -164,8 +164,7 @@ Status Transformer::account_routes_in_place(bool prefill) {
     // The store's claims, so that its counters are the host path's; they never block.
     experts_.begin_layer(layer, used_, prefill);
     for (;;) {
-      STRATA_ASSIGN_OR_RETURN(const std::vector<ClaimedExpert> claimed,
-                              experts_.claim_next(layer));
+      STRATA_ASSIGN_OR_RETURN(const std::vector<ClaimedExpert> claimed, experts_.claim_next(layer));
       if (claimed.empty()) break;
       experts_.release(layer, claimed);
     }
