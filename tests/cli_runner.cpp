@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <string>
 #include <thread>
 
 extern char** environ;
@@ -118,6 +119,19 @@ bool RunningStrata::running() {
 
 void RunningStrata::signal(int signal_number) {
   if (running()) ::kill(pid_, signal_number);
+}
+
+bool RunningStrata::wait_until_catching(int signal_number) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (running() && std::chrono::steady_clock::now() < deadline) {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigCgt:", 0) == 0 &&
+          (std::stoull(line.substr(7), nullptr, 16) >> (signal_number - 1) & 1) != 0)
+        return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return false;
 }
 
 void RunningStrata::write_input(const std::string& text) {

@@ -51,6 +51,10 @@ class RunningStrata {
   bool running();
   // Sends `signal_number` if it still runs.
   void signal(int signal_number);
+  // Waits until it catches `signal_number` (its handler is installed: the SigCgt mask of
+  // /proc/PID/status), so that a signal lands in its work rather than in the dynamic loader.
+  // False when it ended first.
+  bool wait_until_catching(int signal_number);
   void write_input(const std::string& text);
   void close_input();
   std::string out() const;  // what it wrote so far

@@ -62,9 +62,10 @@ void write_existing(const fs::path& dir, const std::map<std::string, std::string
   for (const auto& [name, bytes] : files) std::ofstream(dir / name, std::ios::binary) << bytes;
 }
 
-// Runs `writer` to the end once, then interrupted at seeded random points of that duration:
-// each outcome must be "completed" (exit 0, the complete output) or "interrupted" (130 or 143,
-// the directory as it was).
+// Runs `writer` to the end once, then interrupted at seeded random points of its work (from the
+// moment its handlers are installed to its end; the first run's point counts from the spawn and
+// may fall before main()): each outcome must be "completed" (exit 0, the complete output) or
+// "interrupted" (130 or 143, the directory as it was).
 void check_interrupted_runs(const Writer& writer, uint64_t seed) {
   SCOPED_TRACE(writer.name);
   std::map<std::string, std::string> inputs;
@@ -72,27 +73,35 @@ void check_interrupted_runs(const Writer& writer, uint64_t seed) {
   const fs::path base = testing::scratch() / ("interrupt-" + writer.name);
   const fs::path complete_dir = base / "complete";
   write_existing(complete_dir, writer.existing);
-  const auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto spawned = Clock::now();
   RunningStrata complete(writer.arguments(complete_dir));
+  ASSERT_TRUE(complete.wait_until_catching(SIGINT)) << complete.err();
+  const auto catching = Clock::now();
   const auto completed = complete.wait();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto ended = Clock::now();
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  const double whole = seconds(ended - spawned), work = seconds(ended - catching);
   ASSERT_EQ(completed.exit_code, 0) << completed.err;
   const auto expected = contents(complete_dir);
 
   int stopped_by_handler = 0;
   std::mt19937_64 random(seed);
-  std::uniform_real_distribution<double> moment(0, 1.1 * seconds);
   for (int run = 0; run < 6; ++run) {
     const int signal_number = run % 2 == 0 ? SIGINT : SIGTERM;
     // The last two runs send a second signal right after the first: the handler's own cleanup.
     const bool twice = run >= 4;
-    const double delay = moment(random);
-    SCOPED_TRACE(::testing::Message() << "run " << run << ": signal " << signal_number << " after "
-                                      << delay << " s" << (twice ? ", twice" : ""));
+    const bool from_spawn = run == 0;
+    const double delay =
+        std::uniform_real_distribution<double>(0, 1.1 * (from_spawn ? whole : work))(random);
+    SCOPED_TRACE(::testing::Message()
+                 << "run " << run << ": signal " << signal_number << " after " << delay << " s"
+                 << (from_spawn ? " of its spawn" : " of its handlers")
+                 << (twice ? ", twice" : ""));
     const fs::path dir = base / ("run-" + std::to_string(run));
     write_existing(dir, writer.existing);
     RunningStrata child(writer.arguments(dir));
+    if (!from_spawn) child.wait_until_catching(SIGINT);
     std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     child.signal(signal_number);
     if (twice) {
