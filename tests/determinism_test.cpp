@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "golden_data.h"
 #include "model_runner.h"
@@ -30,6 +31,23 @@ TEST_P(Determinism, SameBitsForEveryThreadCountAndBatching) {
   for (int threads : {1, 2, 3}) {
     testing::ModelRunner runner(path, threads);
     for (int64_t chunk : {int64_t(1), int64_t(5), int64_t(64)})
+      EXPECT_TRUE(bit_identical(reference, runner.logits(tokens, chunk)))
+          << threads << " threads, batches of " << chunk;
+  }
+}
+
+// A prompt long and wide enough that the row-wise ops (norms, RoPE, routing, mixing) split into
+// ranges over the threads: the bundled model, 384 wide, 320 tokens in one batch.
+TEST(Determinism, RangesOfRowsGiveTheRowByRowBits) {
+  const std::string path = std::string(STRATA_SOURCE_DIR) + "/models/strata-tiny-moe-q4_0.gguf";
+  std::mt19937 random(7);
+  std::vector<int32_t> tokens(320);
+  for (int32_t& token : tokens) token = int32_t(random() % 16384);
+  testing::ModelRunner reference_runner(path, 1);
+  const auto reference = reference_runner.logits(tokens, 1);
+  for (int threads : {1, 2, 5}) {
+    testing::ModelRunner runner(path, threads);
+    for (int64_t chunk : {int64_t(320), int64_t(100)})
       EXPECT_TRUE(bit_identical(reference, runner.logits(tokens, chunk)))
           << threads << " threads, batches of " << chunk;
   }

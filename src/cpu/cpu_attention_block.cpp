@@ -65,7 +65,7 @@ void CpuBackend::attention(const AttentionWeights& w, int layer, int64_t pos0, K
     attention_batch(w, kv, pos0, n, xq, xk, xv);
   }
   matmul(*pool_, w.o, scratch_.attention_out.data(), n, scratch_.projected.data(), scratch_.rows);
-  for (int64_t i = 0; i < n * n_embd; ++i) hidden.data[i] += scratch_.projected[size_t(i)];
+  add_rows(scratch_.projected.data(), hidden.data, n, n_embd);
   invalidate_converted(hidden.data);
 }
 
@@ -110,18 +110,23 @@ void CpuBackend::attention_batch(const AttentionWeights& w, const LayerKvView& k
   const MatmulJob jobs[] = {
       {&w.q, &xq, 0, n, q, q_dim}, {&w.k, &xk, 0, n, k, kv_dim}, {&w.v, &xv, 0, n, v, kv_dim}};
   run_matmuls(*pool_, jobs);
-  add_bias(q, n, w.q_bias, 0, q_dim);
-  add_bias(k, n, w.k_bias, 0, kv_dim);
-  add_bias(v, n, w.v_bias, 0, kv_dim);
-  norm_heads(q, n * shape_.n_head, head_dim, w.q_norm, shape_.rms_eps);
-  norm_heads(k, n * shape_.n_head_kv, head_dim, w.k_norm, shape_.rms_eps);
   const RopeNeox rope(head_dim, shape_.rope_freq_base);
-  for (int64_t t = 0; t < n; ++t) {
-    const RopeNeox::Angles angles = rope.angles(pos0 + t);
-    rope.apply(q + t * q_dim, shape_.n_head, angles);
-    rope.apply(k + t * kv_dim, shape_.n_head_kv, angles);
-    kv.store(pos0 + t, k + t * kv_dim, v + t * kv_dim);
-  }
+  // Each token's biases, q/k norms, RoPE and cache write; tokens are independent.
+  pool_->parallel_ranges(n, min_rows_per_range(q_dim), [&](int64_t begin, int64_t end) {
+    const int64_t count = end - begin;
+    float *q_rows = q + begin * q_dim, *k_rows = k + begin * kv_dim, *v_rows = v + begin * kv_dim;
+    add_bias(q_rows, count, w.q_bias, 0, q_dim);
+    add_bias(k_rows, count, w.k_bias, 0, kv_dim);
+    add_bias(v_rows, count, w.v_bias, 0, kv_dim);
+    norm_heads(q_rows, count * shape_.n_head, head_dim, w.q_norm, shape_.rms_eps);
+    norm_heads(k_rows, count * shape_.n_head_kv, head_dim, w.k_norm, shape_.rms_eps);
+    for (int64_t t = begin; t < end; ++t) {
+      const RopeNeox::Angles angles = rope.angles(pos0 + t);
+      rope.apply(q + t * q_dim, shape_.n_head, angles);
+      rope.apply(k + t * kv_dim, shape_.n_head_kv, angles);
+      kv.store(pos0 + t, k + t * kv_dim, v + t * kv_dim);
+    }
+  });
   strata::attention(*pool_, attention_shape(shape_), kv, q, n, pos0, scratch_.attention_out.data(),
                     scratch_.attention);
 }

@@ -13,6 +13,10 @@
 
 namespace strata {
 
+int64_t CpuBackend::min_rows_per_range(int64_t width) {
+  return std::max<int64_t>(1, (int64_t(16) << 10) / width);
+}
+
 Result<std::unique_ptr<Backend>> make_cpu_backend(const ModelShape& shape,
                                                   const WeightFormats& formats, int n_threads) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::start(n_threads));
@@ -90,16 +94,21 @@ void CpuBackend::invalidate_converted(const float* written) {
 
 void CpuBackend::embed(const Matrix& table, std::span<const int32_t> tokens, Activations hidden) {
   const QuantTraits& traits = quant_traits(table.type);
-  for (size_t t = 0; t < tokens.size(); ++t)
-    traits.dequantize_row(table.row(tokens[t]), hidden.data + int64_t(t) * hidden.width,
-                          hidden.width);
+  pool_->parallel_ranges(int64_t(tokens.size()), min_rows_per_range(hidden.width),
+                         [&](int64_t begin, int64_t end) {
+                           for (int64_t t = begin; t < end; ++t)
+                             traits.dequantize_row(table.row(tokens[size_t(t)]),
+                                                   hidden.data + t * hidden.width, hidden.width);
+                         });
   invalidate_converted(hidden.data);
 }
 
 void CpuBackend::rms_norm(const Vector& weight, Activations x, Activations out) {
-  for (int64_t t = 0; t < x.n_rows; ++t)
-    strata::rms_norm(x.data + t * x.width, weight.data(), x.width, shape_.rms_eps,
-                     out.data + t * out.width);
+  pool_->parallel_ranges(x.n_rows, min_rows_per_range(x.width), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      strata::rms_norm(x.data + t * x.width, weight.data(), x.width, shape_.rms_eps,
+                       out.data + t * out.width);
+  });
   invalidate_converted(out.data);
 }
 
@@ -115,13 +124,13 @@ RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRe
   run_matmuls(*pool_, {&job, 1});
   const bool cache_aware = request.moce_bonus != 0.0f;
   const int protect = std::clamp(request.moce_protect, 0, k);
-  float* scores = scratch_.moce_scores.data();
-  for (int64_t t = 0; t < n; ++t) {
+  auto route_token = [&](int64_t t) {
     float* logits = scratch_.router_logits.data() + t * n_expert;
     int32_t* picks = scratch_.picks.data() + t * k;
     if (cache_aware) {
       // Resident experts get the bonus, except that the protected top picks come first from
       // the unmodified logits (they are excluded from the rest).
+      float* scores = scratch_.moce_scores.data();
       top_k(logits, n_expert, std::max(protect, 1), picks);
       for (int64_t e = 0; e < n_expert; ++e)
         scores[e] = logits[e] + (request.resident[size_t(e)] ? request.moce_bonus : 0.0f);
@@ -138,6 +147,14 @@ RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRe
     }
     if (request.renormalize)
       for (int i = 0; i < k; ++i) weights[i] /= float(sum);
+  };
+  // Cache-aware routing shares one row of scores, so its tokens go one after another.
+  if (cache_aware) {
+    for (int64_t t = 0; t < n; ++t) route_token(t);
+  } else {
+    pool_->parallel_ranges(n, min_rows_per_range(n_expert), [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) route_token(t);
+    });
   }
   return {{scratch_.picks.data(), size_t(n * k)}, {scratch_.pick_weights.data(), size_t(n * k)}};
 }
@@ -165,8 +182,14 @@ std::span<const float> CpuBackend::host_view(Activations x) {
 }
 
 void CpuBackend::add(Activations x, Activations y) {
-  for (int64_t i = 0; i < x.n_rows * x.width; ++i) y.data[i] += x.data[i];
+  add_rows(x.data, y.data, x.n_rows, x.width);
   invalidate_converted(y.data);
+}
+
+void CpuBackend::add_rows(const float* x, float* y, int64_t n_rows, int64_t width) {
+  pool_->parallel_ranges(n_rows, min_rows_per_range(width), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * width; i < end * width; ++i) y[i] += x[i];
+  });
 }
 
 void CpuBackend::logits(const Vector& norm, const Matrix& output, Activations hidden,

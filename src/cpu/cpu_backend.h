@@ -65,6 +65,13 @@ class CpuBackend final : public Backend {
   // x converted to `type`, cached per format until x's buffer is written again.
   const ConvertedRows& converted(Activations x, QuantType type);
   void invalidate_converted(const float* written);
+  // Rows a range task of row-wise work takes at least (ThreadPool::parallel_ranges): about 16 K
+  // floats, so that a prompt's norms, RoPE and mixing spread over the threads while a decode
+  // step's single row stays on the caller (a launch costs about what 16 K floats of such work
+  // do).
+  static int64_t min_rows_per_range(int64_t width);
+  // y += x over n_rows rows of `width` floats.
+  void add_rows(const float* x, float* y, int64_t n_rows, int64_t width);
   // One token's attention when a task can own a KV head group (cpu_attention_block.cpp).
   void attention_whole_groups(const AttentionWeights& w, const LayerKvView& kv, int64_t pos0,
                               const ConvertedRows& xq, const ConvertedRows& xk,

@@ -75,6 +75,18 @@ void ThreadPool::parallel_for(int64_t n_tasks,
   task_ = nullptr;
 }
 
+void ThreadPool::parallel_ranges(int64_t n_items, int64_t min_items,
+                                 const std::function<void(int64_t begin, int64_t end)>& body) {
+  if (n_items <= 0) return;
+  const int64_t n_ranges =
+      std::clamp<int64_t>(n_items / std::max<int64_t>(1, min_items), 1, 4 * int64_t(size()));
+  if (n_ranges == 1) return body(0, n_items);
+  const int64_t per_range = (n_items + n_ranges - 1) / n_ranges;
+  parallel_for((n_items + per_range - 1) / per_range, [&](int64_t range, int) {
+    body(range * per_range, std::min(n_items, (range + 1) * per_range));
+  });
+}
+
 void ThreadPool::run_tasks(uint32_t job, int thread) {
   const uint32_t share_divisor = 2 * uint32_t(participants_.load(std::memory_order_relaxed));
   uint64_t word = claims_.load(std::memory_order_acquire);

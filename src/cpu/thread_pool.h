@@ -48,6 +48,13 @@ class ThreadPool {
   // `thread` is in [0, size()) and may index per-thread scratch. REQUIRES: n_tasks < 2^31.
   void parallel_for(int64_t n_tasks, const std::function<void(int64_t index, int thread)>& task);
 
+  // Calls body(begin, end) for consecutive ranges that cover [0, n_items), each of at least
+  // min_items (the last may be shorter) and at most four per thread; on this thread alone when
+  // that makes one range. For row-wise work whose rows are independent (norms, RoPE, mixing):
+  // a row's result does not depend on its range.
+  void parallel_ranges(int64_t n_items, int64_t min_items,
+                       const std::function<void(int64_t begin, int64_t end)>& body);
+
   // Ends the workers' spinning: they sleep until the next parallel_for. For a caller about to
   // block on something else (an expert read), so that no thread of ours spins on a core the
   // reads need (on a 2-vCPU VM, the virtual disk itself is slower while both vCPUs are busy).

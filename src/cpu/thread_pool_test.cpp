@@ -37,6 +37,28 @@ TEST(ThreadPool, RunsEveryIndexOnceWithValidThreadNumbers) {
   }
 }
 
+TEST(ThreadPool, RangesCoverEveryItemOnceInTheirBounds) {
+  for (int threads : {1, 2, 5}) {
+    const auto pool = ThreadPool::start(threads).value();
+    for (int64_t n : {1, 15, 16, 17, 100, 1000}) {
+      for (int64_t min_items : {1, 16, 2000}) {
+        std::vector<std::atomic<int>> covered(static_cast<size_t>(n));
+        std::atomic<int> ranges{0}, too_short{0};
+        pool->parallel_ranges(n, min_items, [&](int64_t begin, int64_t end) {
+          ranges.fetch_add(1);
+          if (end - begin < std::min(min_items, n) && end != n) too_short.fetch_add(1);
+          for (int64_t i = begin; i < end; ++i) covered[size_t(i)].fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(covered[size_t(i)].load(), 1) << n << " " << i;
+        EXPECT_EQ(too_short.load(), 0) << n << " items, at least " << min_items;
+        EXPECT_LE(ranges.load(),
+                  std::max<int64_t>(1, std::min<int64_t>(4 * threads, n / min_items)));
+        if (n >= 2 * min_items && threads > 1) EXPECT_GT(ranges.load(), 1) << n << " " << min_items;
+      }
+    }
+  }
+}
+
 // Many short jobs with more threads than cores, and tasks of uneven length, so that workers
 // often arrive late, after the caller has finished a job alone or a new one has begun: no task
 // may run twice, run after parallel_for returned, or be skipped. Every other job has up to 200
