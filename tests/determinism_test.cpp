@@ -30,7 +30,7 @@ TEST_P(Determinism, SameBitsForEveryThreadCountAndBatching) {
   const auto reference = reference_runner.logits(tokens, int64_t(tokens.size()));
   for (int threads : {1, 2, 3}) {
     testing::ModelRunner runner(path, threads);
-    for (int64_t chunk : {int64_t(1), int64_t(5), int64_t(64)})
+    for (int64_t chunk : {int64_t(1), int64_t(3), int64_t(5), int64_t(64)})
       EXPECT_TRUE(bit_identical(reference, runner.logits(tokens, chunk)))
           << threads << " threads, batches of " << chunk;
   }

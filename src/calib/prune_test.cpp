@@ -46,8 +46,11 @@ TEST_F(PruneTest, KeepsTheMostSalientExpertsBytesAndAll) {
     };
     double least_kept = INFINITY;
     for (int32_t e : kept) least_kept = std::min(least_kept, total(e));
-    for (int32_t e = 0; e < 16; ++e)
-      if (std::find(kept.begin(), kept.end(), e) == kept.end()) EXPECT_LE(total(e), least_kept);
+    for (int32_t e = 0; e < 16; ++e) {
+      if (std::find(kept.begin(), kept.end(), e) == kept.end()) {
+        EXPECT_LE(total(e), least_kept);
+      }
+    }
   }
   const auto input = testing::open_gguf(kModel);
   const auto output = testing::open_gguf(path("pruned.gguf"));

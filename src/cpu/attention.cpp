@@ -66,14 +66,21 @@ void LayerKvView::store(int64_t pos, const float* k, const float* v) const {
 }
 
 void LayerKvView::store_head(int64_t pos, int64_t kv_head, const float* k, const float* v) const {
+  store_head_key(pos, kv_head, k);
+  store_head_value(pos, kv_head, v);
+}
+
+void LayerKvView::store_head_key(int64_t pos, int64_t kv_head, const float* k) const {
   STRATA_CHECK(pos >= 0 && pos < n_ctx);
   const int64_t tile = pos / kKeyTile, lane = pos % kKeyTile;
   float* key = keys + (kv_head * capacity + tile * kKeyTile) * head_dim + lane;
+  for (int64_t d = 0; d < head_dim; ++d) key[d * kKeyTile] = k[d];
+}
+
+void LayerKvView::store_head_value(int64_t pos, int64_t kv_head, const float* v) const {
+  STRATA_CHECK(pos >= 0 && pos < n_ctx);
   float* value_column = values_t + kv_head * head_dim * capacity + pos;
-  for (int64_t d = 0; d < head_dim; ++d) {
-    key[d * kKeyTile] = k[d];
-    value_column[d * capacity] = v[d];
-  }
+  for (int64_t d = 0; d < head_dim; ++d) value_column[d * capacity] = v[d];
 }
 
 uint64_t AttentionScratch::floats_for(int64_t n_ctx, int n_threads) {

@@ -34,6 +34,10 @@ struct LayerKvView {
   void store(int64_t pos, const float* k, const float* v) const;
   // The same for one KV head: k and v are that head's head_dim values.
   void store_head(int64_t pos, int64_t kv_head, const float* k, const float* v) const;
+  // Half of store_head: one head's key, or its value. Each writes one float to each of head_dim
+  // cache lines.
+  void store_head_key(int64_t pos, int64_t kv_head, const float* k) const;
+  void store_head_value(int64_t pos, int64_t kv_head, const float* v) const;
 };
 
 struct AttentionShape {

@@ -14,6 +14,12 @@ namespace {
 // computes them and that group's attention: projections, norms, RoPE, the cache write and the
 // attention itself in one launch instead of two and a serial step.
 constexpr size_t kWholeKvGroupTaskBytes = size_t(256) << 10;
+// Up to this many tokens, the cache write goes out by KV head and by keys or values, in a launch
+// of its own: a token writes one float to each of 2 x n_head_kv x head_dim cache lines (1,024 a
+// layer on the 30B-A3B shape), lines that the attention tasks on other cores read last, so one
+// thread doing them all waits on each line's transfer. Longer batches write in their token
+// ranges, where a key tile's line takes several of their positions.
+constexpr int64_t kMaxTokensStoredByHead = 4;
 
 QuantType activation_type(const Matrix& w) { return quant_traits(w.type).vec_dot_type; }
 
@@ -124,9 +130,20 @@ void CpuBackend::attention_batch(const AttentionWeights& w, const LayerKvView& k
       const RopeNeox::Angles angles = rope.angles(pos0 + t);
       rope.apply(q + t * q_dim, shape_.n_head, angles);
       rope.apply(k + t * kv_dim, shape_.n_head_kv, angles);
-      kv.store(pos0 + t, k + t * kv_dim, v + t * kv_dim);
+      if (n > kMaxTokensStoredByHead) kv.store(pos0 + t, k + t * kv_dim, v + t * kv_dim);
     }
   });
+  if (n <= kMaxTokensStoredByHead) {
+    const int64_t n_head_kv = shape_.n_head_kv;
+    pool_->parallel_for(n * n_head_kv * 2, [&](int64_t index, int) {
+      const int64_t t = index / (2 * n_head_kv), h = index / 2 % n_head_kv;
+      const int64_t offset = t * kv_dim + h * head_dim;
+      if (index % 2 == 0)
+        kv.store_head_key(pos0 + t, h, k + offset);
+      else
+        kv.store_head_value(pos0 + t, h, v + offset);
+    });
+  }
   strata::attention(*pool_, attention_shape(shape_), kv, q, n, pos0, scratch_.attention_out.data(),
                     scratch_.attention);
 }
