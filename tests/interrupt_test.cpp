@@ -195,9 +195,9 @@ std::string write_suite(const fs::path& dir) {
   std::ofstream(dir / "docs" / "prose.jsonl")
       << nlohmann::json{{"id", "p0"}, {"domain", "prose"}, {"text", text}}.dump() << "\n";
   const std::string suite = (dir / "suite.json").string();
-  const auto made =
-      testing::strata("eval make-suite --eval-dir " + (dir / "docs").string() + " --vocab " +
-                      kSynthetic + " --windows 6 --prompt 8 --scored 24 --seed 1 -o " + suite);
+  const auto made = testing::strata(
+      "eval make-suite --eval-dir " + (dir / "docs").string() + " --vocab " + kSynthetic +
+      " --windows 6 --prompt 8 --scored 24 --seed 1 --force -o " + suite);
   EXPECT_EQ(made.exit_code, 0) << made.err;
   return suite;
 }

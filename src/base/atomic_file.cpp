@@ -69,9 +69,10 @@ Status AtomicFile::commit() {
     return Status::errorf("{}: cannot close: {}", path_, std::strerror(error));
   }
   if (in_place()) return Status();
-  const CommitScope commit;
+  CommitScope commit;
   if (!commit.entered()) return interrupted_error();  // the exit removes the temporary file
   if (std::rename(temporary_.path().c_str(), path_.c_str()) == 0) {
+    commit.in_place();
     temporary_.release();
     return Status();
   }

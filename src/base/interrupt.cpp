@@ -15,7 +15,8 @@ namespace {
 
 std::atomic<int> arrived_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);  // set from a signal handler
-// The commits in progress (begin_commit), or -1 once a second signal's exit has begun.
+// The commits in progress (begin_commit) and those that put an output in place (held until the
+// exit), or -1 once a second signal's exit has begun.
 std::atomic<int> commits{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 // [read end, write end]: the handler writes a byte for each first signal.
@@ -34,7 +35,7 @@ extern "C" void on_interrupt(int signal_number) {
   int idle = 0;
   if (!commits.compare_exchange_strong(idle, -1)) {
     errno = saved_errno;
-    return;  // a commit is in progress (or the exit has begun on another thread)
+    return;  // a commit in progress or an output in place (or the exit begun on another thread)
   }
   remove_listed_temporary_paths();
   static constexpr char kMessage[] = "strata: interrupted\n";
@@ -73,6 +74,8 @@ bool begin_commit() {
 }
 
 void end_commit() { commits.fetch_sub(1); }
+
+void end_commit_in_place() {}  // the bracket's count stays: a second signal finds it held
 
 void clear_interrupt() {
   char bytes[64];

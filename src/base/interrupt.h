@@ -7,10 +7,15 @@
 // process at once.
 //
 // Putting a finished output in place (AtomicFile::commit's rename) is bracketed by
-// begin_commit() / end_commit(): a second signal inside the bracket does not end the process
-// there, between the rename and its report, with the user's file replaced and the exit code
-// saying "interrupted"; the commit completes and the first signal's flag stops the command at
-// its next poll, or it finishes.
+// begin_commit() and end_commit() or end_commit_in_place(): a second signal inside the bracket
+// does not end the process there, with the user's file replaced and the exit code saying
+// "interrupted"; the commit completes and the first signal's flag stops the command at its next
+// poll, or it finishes. Once a rename has put something in place the bracket is held until the
+// process exits: a command's outputs are its last step, and a second signal after their rename,
+// during the report or the exit (which takes its time under the sanitizers), would otherwise end
+// it as interrupted with the user's file already replaced. (Parts renamed from their temporary
+// names into a directory or parts of their own hold it too; the writers that go on after them
+// poll the flag, so a first signal still stops them.)
 //
 // Exit codes: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), what a shell
 // reports for a process the signal killed.
@@ -39,22 +44,35 @@ Status interrupted_error();
 // Enters the commit bracket; false when a second signal's exit has begun (then do not commit:
 // the process is ending, its temporary paths removed).
 [[nodiscard]] bool begin_commit();
+// Leaves the bracket with nothing put in place (a failed rename): a second signal ends the
+// process again.
 void end_commit();
+// Leaves it with the output in place: a second signal no longer ends the process, which goes
+// on to its next poll or its exit.
+void end_commit_in_place();
 
-// The bracket as a scope.
+// The bracket as a scope; without in_place(), it ends as end_commit().
 class CommitScope {
  public:
   CommitScope() : entered_(begin_commit()) {}
   ~CommitScope() {
-    if (entered_) end_commit();
+    if (!entered_) return;
+    if (in_place_) {
+      end_commit_in_place();
+    } else {
+      end_commit();
+    }
   }
   CommitScope(const CommitScope&) = delete;
   CommitScope& operator=(const CommitScope&) = delete;
   // False: a second signal's exit has begun; put nothing in place.
   bool entered() const { return entered_; }
+  // Something was renamed into place.
+  void in_place() { in_place_ = true; }
 
  private:
   bool entered_;
+  bool in_place_ = false;
 };
 
 // Forgets the signal, so that the next one is a first one again: `strata chat` goes on after

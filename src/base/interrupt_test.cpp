@@ -48,25 +48,37 @@ TEST(InterruptDeathTest, SecondSignalRemovesListedPathsAndExits) {
 }
 
 // A second signal while an output is being put in place waits for the commit's end: the
-// process goes on (to its next poll, here its exit 0). One after the commit ends it.
+// process goes on (to its next poll, here its exit 0). After a commit that put its output in
+// place a second signal no longer ends the process; after one that failed, it does.
 TEST(InterruptDeathTest, SecondSignalDuringACommitWaitsForItsEnd) {
-  const auto commit_through_a_second_signal = [] {
+  const auto commit_through_a_second_signal = [](bool in_place) {
     install_interrupt_handlers();
     std::raise(SIGTERM);
-    if (!begin_commit()) std::_Exit(3);
-    std::raise(SIGTERM);
-    end_commit();
+    {
+      CommitScope commit;
+      if (!commit.entered()) std::_Exit(3);
+      std::raise(SIGTERM);
+      if (in_place) commit.in_place();
+    }
     if (!interrupted()) std::_Exit(4);
   };
   EXPECT_EXIT(
       {
-        commit_through_a_second_signal();
+        commit_through_a_second_signal(false);
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(0), "");
   EXPECT_EXIT(
       {
-        commit_through_a_second_signal();
+        commit_through_a_second_signal(true);
+        std::raise(SIGTERM);
+        std::raise(SIGINT);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        commit_through_a_second_signal(false);
         std::raise(SIGTERM);
         std::_Exit(5);  // not reached
       },

@@ -178,7 +178,7 @@ Status ReferenceWriter::finish() {
   // aside first and removed once the new one is in place.
   // A second signal between moving the previous reference aside and putting the new one in
   // place would remove both (their paths are listed): it waits for the end of this bracket.
-  const CommitScope commit;
+  CommitScope commit;
   if (!commit.entered()) return interrupted_error();
   std::error_code error;
   TemporaryPath previous;
@@ -201,6 +201,7 @@ Status ReferenceWriter::finish() {
     }
     return Status::error(message);
   }
+  commit.in_place();
   partial_.release();
   return Status();
 }

@@ -100,13 +100,17 @@ Result<std::vector<std::string>> write_split_model(const GgufFile& source,
     }
     STRATA_RETURN_IF_ERROR(writer.finish());
   }
+  // As GgufWriter::finish: a signal during the last part's sync stops it before any part is
+  // in place.
+  if (interrupted()) return interrupted_error();
   // Every part in place, or (a failed rename aside) none: one commit bracket for them all.
-  const CommitScope commit;
+  CommitScope commit;
   if (!commit.entered()) return interrupted_error();
   for (size_t part = 0; part < paths.size(); ++part) {
     if (std::rename(partials[part].path().c_str(), paths[part].c_str()) != 0)
       return Status::errorf("{}: cannot rename {} into place: {}", paths[part],
                             partials[part].path(), std::strerror(errno));
+    commit.in_place();
     partials[part].release();
   }
   return paths;

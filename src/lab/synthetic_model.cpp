@@ -257,11 +257,12 @@ Status make_synthetic_model(const SyntheticModelOptions& options) {
                                             .seed = options.seed ^ 0x5eed,
                                             .n_threads = n_threads}));
   if (interrupted()) return interrupted_error();
-  const CommitScope commit;
+  CommitScope commit;
   if (!commit.entered()) return interrupted_error();
   if (std::rename(partial.path().c_str(), options.output_path.c_str()) != 0)
     return Status::errorf("{}: cannot rename the finished model: {}", options.output_path,
                           std::strerror(errno));
+  commit.in_place();
   partial.release();
   return Status();
 }
