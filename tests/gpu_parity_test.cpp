@@ -263,9 +263,9 @@ TEST(GpuCli, LogitsDoNotDependOnThreads) {
   EXPECT_EQ(outputs[0], outputs[1]);
 }
 
-// A device arena filled from host memory computes what every expert in device memory does, to
-// the bit, whatever its size, the copy threads and the batches (exact routing); and a budget
-// sizes it through the device memory plan.
+// A device arena filled from host memory, or with --mem from the file through staging buffers,
+// computes what every expert in device memory does, to the bit, whatever its size, the copy
+// threads and the batches (exact routing); and a budget sizes it through the device memory plan.
 TEST(GpuCli, ArenaLogitsEqualEveryExpertInDeviceMemory) {
   SKIP_WITHOUT_GPU();
   const fs::path tokens = testing::scratch() / "gpu-arena-tokens.json";
@@ -285,7 +285,8 @@ TEST(GpuCli, ArenaLogitsEqualEveryExpertInDeviceMemory) {
     const std::pair<std::string, std::string> variants[] = {
         {"--prefill-chunk 1", "--arena 10% --io-threads 1"}, {"", "--arena 25% --io-threads 2"},
         {"--prefill-chunk 3", "--arena 50% --io-threads 4"}, {"", "--arena 100%"},
-        {"--prefill-chunk 1", "--arena 25% --readahead 0"},  {"", "--gpu-mem 2G"}};
+        {"--prefill-chunk 1", "--arena 25% --readahead 0"},  {"", "--gpu-mem 2G"},
+        {"--prefill-chunk 1", "--mem 2G --io-threads 3"},    {"", "--mem 2G --gpu-mem 2G"}};
     for (const auto& [batches, arena] : variants) {
       const std::string reference = logits(batches);
       ASSERT_FALSE(reference.empty());
@@ -304,7 +305,8 @@ TEST(GpuCli, GeneratesAndRefusesInOneLine) {
   const std::pair<std::string, std::string> cases[] = {
       {"run -m " + kBundled + " -p hi --device cuda --gpu 99", "--gpu 99: this machine has "},
       {"run -m " + kBundled + " -p hi --device cuda --ctx 1000000", "cuda: a context of 1000000"},
-      {"run -m " + kBundled + " -p hi --device cuda --mem 4G", "a host arena under --mem"},
+      {"run -m " + kBundled + " -p hi --device cuda --mem 20M",
+       "--mem 20.00 MiB: too small for --device cuda, which needs at least"},
       {"run -m " + kBundled + " -p hi --device cuda --gpu-mem 1M",
        "short: this model needs at least"},
       {"run -m " + kBundled + " -p hi --device cpu --gpu-mem 1G", "it is for --device cuda"},

@@ -1,9 +1,11 @@
-// An expert arena filled from a host tier (experts/host_tier_reader.h), as the CUDA backend's
-// device arena is, tested on the CPU: the slots are host memory behind a fake device memory
-// whose copies check the protocol a GPU needs (no copy into a slot whose unit was claimed and
-// not yet released) and fail on request. With exact routing the logits equal the all-resident
-// run's bit for bit whatever the arena's size and copy threads; a failed copy is one clear
-// error naming the layer and expert when that expert is claimed.
+// An expert arena in a device's memory, tested on the CPU: the slots are host memory behind a
+// fake device memory whose copies check the protocol a GPU needs (no copy into a slot whose unit
+// was claimed and not yet released) and fail on request. Its two tiers: every expert held in
+// host memory and copied from there (experts/host_tier_reader.h), or each expert read from the
+// file into a staging buffer and copied from that (experts/staged_file_reader.h, the disk tier).
+// With exact routing the logits equal the all-resident run's bit for bit whatever the tier, the
+// arena's size and the copy threads; a failed copy or read is one clear error naming the layer
+// and expert when that expert is claimed.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,7 +17,9 @@
 #include "base/check.h"
 #include "cpu/cpu_backend.h"
 #include "experts/expert_arena.h"
+#include "experts/fault_injecting_reader.h"
 #include "experts/host_tier_reader.h"
+#include "experts/staged_file_reader.h"
 #include "experts/streaming_expert_store.h"
 #include "golden_data.h"
 #include "model/tensor_data.h"
@@ -96,22 +100,68 @@ struct HostTierRun {
   int copies = 0, copies_into_held = 0, releases = 0;
 };
 
-// As load_session does it for a GPU: every tensor in host memory, the experts copied from there
-// into the arena as routed to and read ahead. `failing`: a tensor whose copies fail.
-Result<HostTierRun> run_host_tier(const std::string& path, const std::vector<int32_t>& tokens,
-                                  double arena_share, int io_threads, int64_t chunk,
-                                  const std::string& failing = "") {
+enum class Tier { kHost, kDisk };
+
+// The model and the reader of its experts as load_session makes them for a GPU's arena: every
+// tensor in host memory and the host tier over it, or the dense tensors only and the file read
+// through staging buffers. `write_into` points the reader at the arena's slots.
+struct TierSource {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<FileReader> reader;
+  std::function<Status(ExpertSlotMemory&, int n_readers)> write_into;
+  std::shared_ptr<const TensorData> data;      // kHost: where the copies come from
+  std::shared_ptr<FaultInjectingReader> file;  // kDisk: the model file's reads
+};
+
+Result<TierSource> open_tier(const std::string& path, Tier tier) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
-  STRATA_ASSIGN_OR_RETURN(auto data, load_resident_tensor_data(*file, nullptr));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::load(file, data));
-  const ExpertLayout& layout = model->weights().experts;
-  const int k = int(model->config().n_expert_used);
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
-                          HostTierReader::create(layout, path, file->file_size()));
+  TierSource source;
+  if (tier == Tier::kHost) {
+    STRATA_ASSIGN_OR_RETURN(source.data, load_resident_tensor_data(*file, nullptr));
+    STRATA_ASSIGN_OR_RETURN(source.model, Model::load(file, source.data));
+    STRATA_ASSIGN_OR_RETURN(
+        std::shared_ptr<HostTierReader> host,
+        HostTierReader::create(source.model->weights().experts, path, file->file_size()));
+    source.write_into = [host](ExpertSlotMemory& memory, int) {
+      host->write_into(memory);
+      return Status();
+    };
+    source.reader = host;
+    return source;
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
+  source.file = std::make_shared<FaultInjectingReader>(reader);
+  STRATA_ASSIGN_OR_RETURN(
+      source.data,
+      LoadedTensorData::load(*file, *source.file, LoadedTensorData::Contents::kDense, nullptr));
+  STRATA_ASSIGN_OR_RETURN(source.model, Model::load(file, source.data));
+  auto staged = std::make_shared<StagedFileReader>(
+      source.file, source.model->weights().experts,
+      [](uint8_t* slice, const ExpertTensorLayout& t) {
+        reorder_rows(slice, t.n_in, t.n_out, t.grouped_in_file, t.grouped_rows);
+      });
+  source.write_into = [staged](ExpertSlotMemory& memory, int n_readers) {
+    return staged->write_into(memory, n_readers);
+  };
+  source.reader = staged;
+  return source;
+}
+
+// Decodes `tokens` in batches of `chunk` with the experts in an arena of `arena_share` of them,
+// fed by `io_threads` copy threads from `tier`. `failing`: a tensor whose copies (host tier) or
+// reads (disk tier) fail.
+Result<HostTierRun> run_tier(Tier tier, const std::string& path, const std::vector<int32_t>& tokens,
+                             double arena_share, int io_threads, int64_t chunk,
+                             const std::string& failing = "") {
+  STRATA_ASSIGN_OR_RETURN(TierSource source, open_tier(path, tier));
+  const Model& model = *source.model;
+  const ExpertLayout& layout = model.weights().experts;
+  const int k = int(model.config().n_expert_used);
+  const size_t alignment = source.reader->alignment();
   StreamingStoreOptions options;
-  options.arena_bytes = std::max(
-      ExpertArena::minimum_bytes(layout, tier->alignment(), k),
-      uint64_t(arena_share * double(ExpertArena::all_units_bytes(layout, tier->alignment()))));
+  options.arena_bytes =
+      std::max(ExpertArena::minimum_bytes(layout, alignment, k),
+               uint64_t(arena_share * double(ExpertArena::all_units_bytes(layout, alignment))));
   options.io_threads = io_threads;
   options.backend = IoBackend::kPread;
   options.reads_in_compute_order = true;
@@ -119,25 +169,31 @@ Result<HostTierRun> run_host_tier(const std::string& path, const std::vector<int
   STRATA_ASSIGN_OR_RETURN(
       auto store,
       StreamingExpertStore::create(
-          layout, k, tier, options,
+          layout, k, source.reader, options,
           [&](std::span<const SlotClassShape> classes,
-              size_t alignment) -> Result<std::unique_ptr<ExpertSlotMemory>> {
-            STRATA_ASSIGN_OR_RETURN(auto slots, HostSlotMemory::create(classes, alignment));
+              size_t slot_alignment) -> Result<std::unique_ptr<ExpertSlotMemory>> {
+            STRATA_ASSIGN_OR_RETURN(auto slots, HostSlotMemory::create(classes, slot_alignment));
             auto fake = std::make_unique<FakeDeviceSlotMemory>(
                 std::move(slots), std::vector<SlotClassShape>(classes.begin(), classes.end()));
             memory = fake.get();
-            tier->write_into(*fake);
+            STRATA_RETURN_IF_ERROR(source.write_into(*fake, io_threads));
             return std::unique_ptr<ExpertSlotMemory>(std::move(fake));
           }));
   if (!failing.empty()) {
-    const gguf::TensorInfo* tensor = file->find_tensor(failing);
+    const gguf::TensorInfo* tensor = model.file().find_tensor(failing);
     STRATA_CHECK(tensor != nullptr);
-    const uint8_t* begin = data->data(*tensor);
-    memory->fail_copies_from(begin, begin + tensor->n_bytes);
+    if (tier == Tier::kHost) {
+      const uint8_t* begin = source.data->data(*tensor);
+      memory->fail_copies_from(begin, begin + tensor->n_bytes);
+    } else {
+      source.file->add_rule(
+          FaultInjectingReader::overlapping(tensor->offset, tensor->offset + tensor->n_bytes),
+          ReadFault::error(EIO));
+    }
   }
   STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Backend> backend,
-                          make_cpu_backend(model->config(), model->weight_formats(), 2));
-  Transformer transformer(model, *store, *backend);
+                          make_cpu_backend(model.config(), model.weight_formats(), 2));
+  Transformer transformer(source.model, *store, *backend);
   transformer.set_routing({.readahead = k, .readahead_layers = 1, .readahead_far = 2});
   STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(int64_t(tokens.size())));
   HostTierRun run;
@@ -155,9 +211,9 @@ Result<HostTierRun> run_host_tier(const std::string& path, const std::vector<int
   return run;
 }
 
-class HostTierDeterminism : public ::testing::TestWithParam<std::string> {};
+class DeviceTierDeterminism : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(HostTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
+TEST_P(DeviceTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
   const std::string path = GetParam();
   const auto tokens = path == bundled_model() ? sequence("trained", "dev_code")
                                               : sequence("synthetic", "seq64_rand");
@@ -165,41 +221,57 @@ TEST_P(HostTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
   testing::ModelRunner resident(path, 2);
   const auto reference = resident.logits(tokens, 16);
   struct Setup {
+    Tier tier;
     double share;
     int io_threads;
     int64_t chunk;
   };
-  for (const Setup& s : {Setup{0.0, 1, 1}, Setup{0.25, 2, 1}, Setup{0.5, 4, 16}, Setup{1.0, 2, 16},
-                         Setup{0.25, 3, 7}}) {
-    const auto run = run_host_tier(path, tokens, s.share, s.io_threads, s.chunk);
+  for (const Setup& s : {Setup{Tier::kHost, 0.0, 1, 1}, Setup{Tier::kHost, 0.25, 2, 1},
+                         Setup{Tier::kHost, 0.5, 4, 16}, Setup{Tier::kHost, 1.0, 2, 16},
+                         Setup{Tier::kHost, 0.25, 3, 7}, Setup{Tier::kDisk, 0.0, 1, 1},
+                         Setup{Tier::kDisk, 0.25, 3, 7}, Setup{Tier::kDisk, 1.0, 2, 16}}) {
+    const auto run = run_tier(s.tier, path, tokens, s.share, s.io_threads, s.chunk);
     ASSERT_TRUE(run.ok()) << run.status().message();
     const HostTierRun& r = run.value();
     EXPECT_EQ(r.logits.size(), reference.size());
     EXPECT_EQ(std::memcmp(r.logits.data(), reference.data(), reference.size() * sizeof(float)), 0)
-        << "arena " << s.share << ", copy threads " << s.io_threads << ", batches of " << s.chunk;
+        << (s.tier == Tier::kHost ? "host" : "disk") << " tier, arena " << s.share
+        << ", copy threads " << s.io_threads << ", batches of " << s.chunk;
     EXPECT_GT(r.copies, 0);
     EXPECT_GT(r.releases, 0);
     EXPECT_EQ(r.copies_into_held, 0) << "a copy overwrote a unit still claimed";
-    // Every byte the store read came through a copy from the host tier.
+    // Every byte the store read came through a copy into the slots.
     EXPECT_GT(r.stats.bytes_read, 0u);
     EXPECT_GT(r.stats.misses, 0u);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, HostTierDeterminism,
+INSTANTIATE_TEST_SUITE_P(Models, DeviceTierDeterminism,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
 
 TEST(HostTierFaults, FailedCopyIsReportedWhenTheExpertIsClaimed) {
   const std::string path = bundled_model();
-  const auto run =
-      run_host_tier(path, sequence("trained", "dev_code"), 0.0, 2, 1, "blk.3.ffn_up_exps.weight");
+  const auto run = run_tier(Tier::kHost, path, sequence("trained", "dev_code"), 0.0, 2, 1,
+                            "blk.3.ffn_up_exps.weight");
   ASSERT_FALSE(run.ok());
   const std::string& message = run.status().message();
   EXPECT_NE(message.find("layer 3 expert"), std::string::npos) << message;
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_NE(message.find("copying an expert to the device: injected failure"), std::string::npos)
       << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST(DiskTierFaults, FailedReadIsReportedWhenTheExpertIsClaimed) {
+  const std::string path = bundled_model();
+  const auto run = run_tier(Tier::kDisk, path, sequence("trained", "dev_code"), 0.0, 2, 1,
+                            "blk.5.ffn_down_exps.weight");
+  ASSERT_FALSE(run.ok());
+  const std::string& message = run.status().message();
+  EXPECT_NE(message.find("layer 5 expert"), std::string::npos) << message;
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("Input/output error"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos);
 }
 
@@ -222,6 +294,32 @@ TEST(HostTierReader, RefusesReadsThatAreNotAnExpertsBytes) {
   EXPECT_NE(shorter.message().find("not an expert's bytes"), std::string::npos)
       << shorter.message();
   EXPECT_FALSE(tier->read(into, begin + a, end - begin).ok());
+}
+
+// The disk tier's slot holds the slice as the resident load holds it (rows in this CPU's order),
+// at the slice's offset from the read's start; unaligned reads and reads larger than its
+// staging buffers are refused.
+TEST(StagedFileReader, SlicesLandAsTheResidentLoadHoldsThem) {
+  auto file = gguf::GgufFile::open(bundled_model()).value();
+  auto resident = Model::load(file, load_resident_tensor_data(*file, nullptr).value()).value();
+  auto source = open_tier(bundled_model(), Tier::kDisk).value();
+  auto* staged = static_cast<StagedFileReader*>(source.reader.get());
+  auto slots = HostSlotMemory::create(std::vector<SlotClassShape>{{1 << 20, 1}}, 256).value();
+  ASSERT_TRUE(staged->write_into(*slots, 1).ok());
+  uint8_t* into = slots->read_target(0, 0);
+  for (const int layer : {0, 7}) {
+    const ExpertTensorLayout& down = resident->weights().experts.layers[size_t(layer)].down;
+    const uint64_t a = staged->alignment(), begin = down.file_offsets[9] / a * a;
+    const uint64_t end = (down.file_offsets[9] + down.expert_bytes + a - 1) / a * a;
+    ASSERT_TRUE(staged->read(into, begin, end - begin).ok());
+    EXPECT_EQ(
+        std::memcmp(into + (down.file_offsets[9] - begin), down.resident[9], down.expert_bytes), 0)
+        << "layer " << layer;
+  }
+  EXPECT_FALSE(staged->read(into, 100, 256).ok());
+  const Status larger = staged->read(into, 0, staged->staging_bytes() + 256);
+  ASSERT_FALSE(larger.ok());
+  EXPECT_NE(larger.message().find("staging buffer"), std::string::npos) << larger.message();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "experts/file_reader.h"
 #include "experts/host_tier_reader.h"
 #include "experts/resident_expert_store.h"
+#include "experts/staged_file_reader.h"
 #include "experts/streaming_expert_store.h"
 #include "model/next_expert_predictor.h"
 #include "model/place_weights.h"
@@ -266,82 +267,178 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   return Status();
 }
 
-// An expert arena in the backend's own memory (a GPU's): every expert in host memory as the
-// resident engine holds it (the host tier), copied into the arena's slots as routed to and
-// read ahead, on the store's I/O threads. The dense weights go to the device (place_weights).
-Status load_host_tier(const SessionOptions& options, Backend& backend,
-                      std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
-  if (options.memory_budget > 0)
-    return Status::error(
-        "--mem with --device cuda: every expert is kept in host memory and copied to the "
-        "device as needed; a host arena under --mem (experts streamed from the file) is not "
-        "built for CUDA yet: size the device's arena with --gpu-mem or --arena");
+// The bytes of an expert arena in the backend's own memory (a GPU's): what --gpu-mem's device
+// plan leaves it (the plan is printed), or --arena's share of the units.
+Result<uint64_t> device_arena_bytes(const SessionOptions& options, const Backend& backend,
+                                    std::shared_ptr<const gguf::GgufFile> file,
+                                    LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
-  const ExpertLayout& described_experts = described->weights().experts;
-  const int k = int(described->config().n_expert_used);
+  const ExpertLayout& experts = described->weights().experts;
   constexpr size_t kAlignment = HostTierReader::kAlignment;
-  uint64_t arena_bytes = 0;
-  if (options.gpu_memory_budget > 0) {
-    DeviceMemoryRequest request;
-    request.budget_bytes = options.gpu_memory_budget;
-    request.n_ctx = options.n_ctx;
-    request.batch = std::min(options.prefill_chunk, options.n_ctx);
-    request.all_logits = options.teacher_forced;
-    request.next_expert_predictor = !options.next_expert_predictor_path.empty();
-    request.alignment = kAlignment;
-    const MemoryPlan plan = plan_device_memory(*described, backend, request);
-    session.memory_plan = plan.to_text();
-    note_plan(options, session.memory_plan);
-    STRATA_RETURN_IF_ERROR(plan.shortfall);
-    arena_bytes = plan.arena_bytes;
-  } else {
-    arena_bytes = std::max(ExpertArena::minimum_bytes(described_experts, kAlignment, k),
-                           uint64_t(options.arena_share * double(ExpertArena::all_units_bytes(
-                                                              described_experts, kAlignment))));
+  static_assert(kAlignment == StagedFileReader::kAlignment);
+  if (options.gpu_memory_budget == 0) {
+    // --mem alone (the disk tier) leaves the device's arena at every unit.
+    const double share = options.arena_share > 0 ? options.arena_share : 1.0;
+    const int k = int(described->config().n_expert_used);
+    return std::max(ExpertArena::minimum_bytes(experts, kAlignment, k),
+                    uint64_t(share * double(ExpertArena::all_units_bytes(experts, kAlignment))));
   }
-  STRATA_RETURN_IF_ERROR(load_every_tensor(options, file, session));
-  const ModelConfig& config = session.model->config();
-  const ExpertLayout& experts = session.model->weights().experts;
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
-                          HostTierReader::create(experts, file->name(), file->file_size()));
+  DeviceMemoryRequest request;
+  request.budget_bytes = options.gpu_memory_budget;
+  request.n_ctx = options.n_ctx;
+  request.batch = std::min(options.prefill_chunk, options.n_ctx);
+  request.all_logits = options.teacher_forced;
+  request.next_expert_predictor = !options.next_expert_predictor_path.empty();
+  request.alignment = kAlignment;
+  const MemoryPlan plan = plan_device_memory(*described, backend, request);
+  session.memory_plan = plan.to_text();
+  note_plan(options, session.memory_plan);
+  STRATA_RETURN_IF_ERROR(plan.shortfall);
+  return plan.arena_bytes;
+}
+
+// The store of a device arena fed by `tier` (the host tier or the disk tier): copies on the
+// I/O threads, each waited for on its own stream, of bytes already in the order the backend
+// computes with. `attach` points the tier at the slots once they are made.
+Result<std::unique_ptr<StreamingExpertStore>> make_device_store(
+    const SessionOptions& options, Backend& backend, const LoadedSession& session,
+    uint64_t arena_bytes, std::shared_ptr<FileReader> tier,
+    const std::function<Status(ExpertSlotMemory&)>& attach) {
   StreamingStoreOptions store_options;
   store_options.arena_bytes = arena_bytes;
   store_options.policy = options.cache_policy;
   store_options.io_threads = options.io_threads;
-  store_options.backend = IoBackend::kPread;  // copies, each waited for on its own stream
+  store_options.backend = IoBackend::kPread;
   store_options.reads_in_compute_order = true;
-  bool pinned = false;
+  const ModelConfig& config = session.model->config();
   STRATA_ASSIGN_OR_RETURN(
-      auto store, StreamingExpertStore::create(
-                      experts, int(config.n_expert_used), tier, store_options,
-                      [&](std::span<const SlotClassShape> classes,
-                          size_t alignment) -> Result<std::unique_ptr<ExpertSlotMemory>> {
-                        STRATA_ASSIGN_OR_RETURN(
-                            auto memory, backend.make_expert_slot_memory(classes, alignment));
-                        tier->write_into(*memory);
-                        pinned = memory->pin_source(tier->first_byte(), tier->span_bytes());
-                        return memory;
-                      }));
-  if (!pinned)
-    note(options, NoteKind::kWarning,
-         "note: the host tier could not be page-locked: expert copies to the device run from "
-         "pageable memory, at a fraction of the bus's speed");
+      auto store,
+      StreamingExpertStore::create(
+          session.model->weights().experts, int(config.n_expert_used), tier, store_options,
+          [&](std::span<const SlotClassShape> classes,
+              size_t alignment) -> Result<std::unique_ptr<ExpertSlotMemory>> {
+            STRATA_ASSIGN_OR_RETURN(auto memory,
+                                    backend.make_expert_slot_memory(classes, alignment));
+            STRATA_RETURN_IF_ERROR(attach(*memory));
+            return memory;
+          }));
   if (!options.warm_path.empty() && std::filesystem::exists(options.warm_path)) {
     STRATA_ASSIGN_OR_RETURN(
         const auto usage,
         ExpertUsage::load(options.warm_path, int(config.n_layer), int(config.n_expert)));
     STRATA_RETURN_IF_ERROR(store->preload(usage.hottest()));
   }
-  const ExpertArena& arena = store->arena();
-  session.read_pattern = ExpertReadPattern{.read_bytes = largest_unit_read(experts, kAlignment),
-                                           .in_flight = options.io_threads};
-  session.store = fmt::format(
-      "experts copied from host memory ({}, {}) into a {} device arena of {} slots ({:.0f} % of "
-      "{} units, {} policy, {} copy threads)",
-      format_bytes(tier->span_bytes()), pinned ? "page-locked" : "pageable",
+  return store;
+}
+
+// The device arena's part of the store's description.
+std::string device_arena_description(const ExpertArena& arena, const ModelConfig& config,
+                                     const SessionOptions& options) {
+  return fmt::format(
+      "a {} device arena of {} slots ({:.0f} % of {} units, {} policy, {} copy threads)",
       format_bytes(arena.bytes()), arena.total_slots(),
       100.0 * arena.total_slots() / double(config.n_layer * config.n_expert),
       config.n_layer * config.n_expert, options.cache_policy, options.io_threads);
+}
+
+// An expert arena in the backend's own memory (a GPU's): every expert in host memory as the
+// resident engine holds it (the host tier), copied into the arena's slots as routed to and
+// read ahead, on the store's I/O threads. The dense weights go to the device (place_weights).
+Status load_host_tier(const SessionOptions& options, Backend& backend,
+                      std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
+                          device_arena_bytes(options, backend, file, session));
+  STRATA_RETURN_IF_ERROR(load_every_tensor(options, file, session));
+  const ExpertLayout& experts = session.model->weights().experts;
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
+                          HostTierReader::create(experts, file->name(), file->file_size()));
+  bool pinned = false;
+  STRATA_ASSIGN_OR_RETURN(
+      auto store,
+      make_device_store(options, backend, session, arena_bytes, tier, [&](ExpertSlotMemory& m) {
+        tier->write_into(m);
+        pinned = m.pin_source(tier->first_byte(), tier->span_bytes());
+        return Status();
+      }));
+  if (!pinned)
+    note(options, NoteKind::kWarning,
+         "note: the host tier could not be page-locked: expert copies to the device run from "
+         "pageable memory, at a fraction of the bus's speed");
+  session.read_pattern =
+      ExpertReadPattern{.read_bytes = largest_unit_read(experts, HostTierReader::kAlignment),
+                        .in_flight = options.io_threads};
+  session.store =
+      fmt::format("experts copied from host memory ({}, {}) into {}",
+                  format_bytes(tier->span_bytes()), pinned ? "page-locked" : "pageable",
+                  device_arena_description(store->arena(), session.model->config(), options));
+  session.experts = std::move(store);
+  return Status();
+}
+
+// Host memory the disk tier keeps under --mem: the process as it is (the runtime, the
+// device's context, the tokenizer), the dense weights until they are on the device, and a
+// staging buffer per copy thread. Refused before loading when that is above the budget.
+Status check_disk_tier_budget(const SessionOptions& options, const gguf::GgufFile& file,
+                              size_t read_alignment, size_t staging_bytes) {
+  const uint64_t runtime = current_rss_bytes();
+  const uint64_t dense =
+      LoadedTensorData::bytes_to_load(file, read_alignment, LoadedTensorData::Contents::kDense);
+  const uint64_t staging = uint64_t(options.io_threads) * staging_bytes;
+  const uint64_t total = runtime + dense + staging;
+  const std::string lines = fmt::format(
+      "host memory for experts read from the file: runtime and device context {} (measured) "
+      "+ dense weights {} + staging {} x {} = {} of --mem {}",
+      format_bytes(runtime), format_bytes(dense), options.io_threads, format_bytes(staging_bytes),
+      format_bytes(total), format_bytes(options.memory_budget));
+  if (total > options.memory_budget)
+    return Status::errorf("--mem {}: too small for --device cuda, which needs at least {} ({})",
+                          format_bytes(options.memory_budget), format_bytes(total), lines);
+  note(options, NoteKind::kPlan, lines);
+  return Status();
+}
+
+// An expert arena in the backend's own memory fed from the model file (the disk tier, for
+// --mem): the dense weights loaded and placed on the device, each routed or read-ahead expert
+// read from the file into a page-locked staging buffer and copied into its slot.
+Status load_disk_tier(const SessionOptions& options, Backend& backend,
+                      std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
+                          device_arena_bytes(options, backend, file, session));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
+  {
+    STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
+    const StagedFileReader sizing(reader, described->weights().experts, {});
+    STRATA_RETURN_IF_ERROR(
+        check_disk_tier_budget(options, *file, reader->alignment(), sizing.staging_bytes()));
+  }
+  std::optional<ProgressBar> progress;
+  if (options.show_progress)
+    progress.emplace("loading dense weights",
+                     LoadedTensorData::bytes_to_load(*file, reader->alignment(),
+                                                     LoadedTensorData::Contents::kDense));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<LoadedTensorData> dense,
+                          LoadedTensorData::load(*file, *reader, LoadedTensorData::Contents::kDense,
+                                                 progress ? &*progress : nullptr));
+  if (progress) progress->finish();
+  STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, dense));
+  const ExpertLayout& experts = session.model->weights().experts;
+  auto tier = std::make_shared<StagedFileReader>(
+      reader, experts, [](uint8_t* slice, const ExpertTensorLayout& t) {
+        reorder_rows(slice, t.n_in, t.n_out, t.grouped_in_file, t.grouped_rows);
+      });
+  STRATA_ASSIGN_OR_RETURN(
+      auto store,
+      make_device_store(options, backend, session, arena_bytes, tier, [&](ExpertSlotMemory& m) {
+        return tier->write_into(m, options.io_threads);
+      }));
+  session.read_pattern =
+      ExpertReadPattern{.read_bytes = largest_unit_read(experts, reader->alignment()),
+                        .in_flight = options.io_threads};
+  session.store = fmt::format(
+      "experts read from the file ({}) through {} staging buffers of {} into {}",
+      reader->direct() ? "O_DIRECT" : "buffered: no O_DIRECT here",
+      tier->staging_pinned() ? "page-locked" : "pageable", format_bytes(tier->staging_bytes()),
+      device_arena_description(store->arena(), session.model->config(), options));
   session.experts = std::move(store);
   return Status();
 }
@@ -362,10 +459,12 @@ Result<LoadedSession> load_session(const SessionOptions& options, Backend& backe
   LoadedSession session;
   STRATA_ASSIGN_OR_RETURN(auto tokenizer, runtime::Tokenizer::from_gguf(*file));
   session.tokenizer.emplace(std::move(tokenizer));
-  const bool host_tier = streams_experts(options) && backend.computes_from_own_memory();
+  const bool device_arena = streams_experts(options) && backend.computes_from_own_memory();
   if (options.gpu_memory_budget > 0 && !backend.computes_from_own_memory())
     return Status::error("--gpu-mem: the model computes on the CPU here; it is for --device cuda");
-  if (host_tier) {
+  if (device_arena && options.memory_budget > 0) {
+    STRATA_RETURN_IF_ERROR(load_disk_tier(options, backend, file, session));
+  } else if (device_arena) {
     STRATA_RETURN_IF_ERROR(load_host_tier(options, backend, file, session));
   } else if (streams_experts(options)) {
     STRATA_RETURN_IF_ERROR(load_streaming(options, backend, file, session));
@@ -373,7 +472,7 @@ Result<LoadedSession> load_session(const SessionOptions& options, Backend& backe
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }
   STRATA_RETURN_IF_ERROR(place_weights(
-      *session.model, backend, host_tier ? PlacedExperts::kNone : PlacedExperts::kResident));
+      *session.model, backend, device_arena ? PlacedExperts::kNone : PlacedExperts::kResident));
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
                           session.tokenizer->token_count(), session.model->config().n_vocab);

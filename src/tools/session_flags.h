@@ -88,8 +88,8 @@ inline void add_device_flags(CLI::App* command, SessionOptions& options) {
           [&options](const std::string& text) {
             options.gpu_memory_budget = parse_byte_size(text).value();
           },
-          "device memory budget (8G): the experts that do not fit are copied in from host "
-          "memory as they are routed to")
+          "device memory budget (8G): the experts that do not fit are copied in as they are "
+          "routed to, from host memory, or with --mem from the file through staging buffers")
       ->default_str("none, every expert in device memory")
       ->check(CLI::Validator(
           [](const std::string& text) {

@@ -1,0 +1,123 @@
+#include "experts/staged_file_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+
+#include "base/check.h"
+
+namespace strata {
+namespace {
+
+uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+// The largest read the arena makes of `layout` at `alignment`: a unit read as one range, or its
+// largest slice, widened to `alignment` at both ends.
+size_t largest_read(const ExpertLayout& layout, size_t alignment) {
+  size_t largest = 0;
+  for (const LayerExpertLayout& l : layout.layers) {
+    const size_t span = l.contiguous_unit_span(alignment);
+    const size_t read =
+        span > 0 ? span : std::max({l.gate.expert_bytes, l.up.expert_bytes, l.down.expert_bytes});
+    largest = std::max(largest, size_t(round_up(read, alignment)) + alignment);
+  }
+  return largest;
+}
+
+}  // namespace
+
+StagedFileReader::StagedFileReader(std::shared_ptr<FileReader> file, const ExpertLayout& layout,
+                                   ToComputeOrder to_compute_order)
+    : file_(std::move(file)), to_compute_order_(std::move(to_compute_order)) {
+  const size_t file_alignment = std::max<size_t>(file_->alignment(), 1);
+  staging_bytes_ = size_t(round_up(largest_read(layout, kAlignment) + 2 * file_alignment, 4096));
+  for (const LayerExpertLayout& l : layout.layers)
+    for (const ExpertTensorLayout* tensor : std::array{&l.gate, &l.up, &l.down}) {
+      if (!tensor->grouped_after_read() && !tensor->ungrouped_after_read()) continue;
+      for (const uint64_t offset : tensor->file_offsets) reordered_slices_[offset] = tensor;
+    }
+}
+
+StagedFileReader::~StagedFileReader() {
+  for (uint8_t* buffer : all_staging_) std::free(buffer);
+}
+
+bool StagedFileReader::staging_pinned() const {
+  const std::lock_guard lock(mutex_);
+  return pinned_;
+}
+
+Status StagedFileReader::write_into(ExpertSlotMemory& memory, int n_readers) {
+  memory_ = &memory;
+  for (int i = 0; i < n_readers; ++i) {
+    uint8_t* buffer = new_staging();
+    if (!buffer)
+      return Status::errorf("{}: cannot allocate {} staging buffers of {} bytes", path(), n_readers,
+                            staging_bytes_);
+    return_staging(buffer);
+  }
+  return Status();
+}
+
+// Page-locked by the slots' memory where it can be: copies from pageable memory go through the
+// driver's own staging, at a fraction of the bus's speed.
+uint8_t* StagedFileReader::new_staging() {
+  auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(4096, staging_bytes_));
+  if (!buffer) return nullptr;
+  const bool pinned = memory_->pin_source(buffer, staging_bytes_);
+  const std::lock_guard lock(mutex_);
+  all_staging_.push_back(buffer);
+  pinned_ = pinned_ && pinned;
+  return buffer;
+}
+
+uint8_t* StagedFileReader::take_staging() {
+  {
+    const std::lock_guard lock(mutex_);
+    if (!idle_staging_.empty()) {
+      uint8_t* buffer = idle_staging_.back();
+      idle_staging_.pop_back();
+      return buffer;
+    }
+  }
+  return new_staging();  // one more thread reads at once
+}
+
+void StagedFileReader::return_staging(uint8_t* buffer) {
+  const std::lock_guard lock(mutex_);
+  idle_staging_.push_back(buffer);
+}
+
+Status StagedFileReader::read(void* destination, uint64_t offset, size_t length) {
+  STRATA_CHECK(memory_ != nullptr);
+  if (offset % kAlignment != 0 || length % kAlignment != 0)
+    return read_error(path(), offset, length, fmt::format("not aligned to {} bytes", kAlignment));
+  const size_t file_alignment = std::max<size_t>(file_->alignment(), 1);
+  const uint64_t begin = offset / file_alignment * file_alignment;
+  const uint64_t end = round_up(offset + length, file_alignment);
+  if (end - begin > staging_bytes_)
+    return read_error(path(), offset, length,
+                      fmt::format("larger than the {}-byte staging buffer", staging_bytes_));
+  uint8_t* staging = take_staging();
+  if (!staging) return read_error(path(), offset, length, "cannot allocate a staging buffer");
+  Status status = file_->read(staging, begin, size_t(end - begin));
+  if (status.ok()) {
+    // The read's slices, and no neighbour that starts in its widening and ends past it: the
+    // staging buffer may end before that one does.
+    for (auto it = reordered_slices_.lower_bound(offset);
+         it != reordered_slices_.end() && it->first < offset + length; ++it)
+      if (it->first + it->second->expert_bytes <= offset + length)
+        to_compute_order_(staging + (it->first - begin), *it->second);
+    status = memory_->write_from_host(static_cast<uint8_t*>(destination),
+                                      staging + (offset - begin), length);
+    if (!status.ok())
+      status = status.with_prefix(
+          fmt::format("{}: copy of {} bytes at offset {}", path(), length, offset));
+  }
+  return_staging(staging);
+  return status;
+}
+
+}  // namespace strata
