@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <strata/session.h>
+
 #include "backend/cuda_backend.h"
 #include "cli_runner.h"
 #include "golden_cases.h"
@@ -230,6 +232,40 @@ TEST(GpuVsCpu, BundledModelMeanKldIsBelowTheBar) {
                 m.relative_error, m.mean_kld, m.argmax_agreement);
     EXPECT_LE(m.mean_kld, kGpuCpuMaxMeanKld) << s.name;
   }
+}
+
+// The device arena's two tiers in one process, so that the CUDA emulation runs them too: experts
+// copied from host memory (an arena share) or, under --mem, read from the file through staging
+// buffers (the whole arena, or a share of it) give the logits of every expert in device memory,
+// to the bit (exact routing).
+TEST(GpuArena, HostAndDiskTiersEqualEveryExpertInDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  std::vector<int32_t> tokens = golden::sequence_ids("trained", "dev_code");
+  tokens.resize(std::min<size_t>(tokens.size(), 24));
+  auto logits = [&](uint64_t memory_budget, double arena_share, int io_threads) {
+    SessionOptions options;
+    options.model_path = kBundled;
+    options.device = "cuda";
+    options.n_ctx = 64;
+    options.prefill_chunk = 5;
+    options.memory_budget = memory_budget;
+    options.arena_share = arena_share;
+    options.io_threads = io_threads;
+    std::vector<float> out;
+    auto session = Session::open(options);
+    EXPECT_TRUE(session.ok()) << session.status().message();
+    if (session.ok()) {
+      const Status fed = session.value()->feed_teacher_forced(tokens, out);
+      EXPECT_TRUE(fed.ok()) << fed.message();
+    }
+    return out;
+  };
+  const std::vector<float> reference = logits(0, 0, 2);
+  ASSERT_EQ(reference.size(), tokens.size() * size_t(16384));
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  EXPECT_TRUE(bit_identical(reference, logits(0, 0.25, 2))) << "host tier, 25 % arena";
+  EXPECT_TRUE(bit_identical(reference, logits(2 * kGiB, 0, 3))) << "disk tier, every unit";
+  EXPECT_TRUE(bit_identical(reference, logits(2 * kGiB, 0.25, 1))) << "disk tier, 25 % arena";
 }
 
 TEST(GpuCli, WithoutADeviceCudaIsRefusedInOneLine) {
