@@ -332,6 +332,25 @@ TEST(GpuCli, ArenaLogitsEqualEveryExpertInDeviceMemory) {
   }
 }
 
+// The device memory the run's allocations held at their peak stays within --gpu-mem, and with
+// the disk tier the process's peak RSS within --mem.
+TEST(GpuCli, PeaksStayWithinTheirBudgets) {
+  SKIP_WITHOUT_GPU();
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  for (const std::string budgets : {"--gpu-mem 2G", "--gpu-mem 2G --mem 4G"}) {
+    const fs::path stats = testing::scratch() / "gpu-peaks.json";
+    const auto outcome =
+        testing::strata("run -m " + kBundled + " -p 'def fib(n):' -n 16 --temp 0 " +
+                        "--device cuda " + budgets + " --force --stats " + stats.string());
+    ASSERT_EQ(outcome.exit_code, 0) << budgets << "\n" << outcome.err;
+    const auto json = nlohmann::json::parse(file_bytes(stats));
+    const uint64_t device = json.at("peak_device_bytes"), rss = json.at("peak_rss_bytes");
+    EXPECT_GT(device, 0u) << budgets;
+    EXPECT_LE(device, 2 * kGiB) << budgets;
+    if (budgets.find("--mem") != std::string::npos) EXPECT_LE(rss, 4 * kGiB) << budgets;
+  }
+}
+
 TEST(GpuCli, GeneratesAndRefusesInOneLine) {
   SKIP_WITHOUT_GPU();
   const auto run =

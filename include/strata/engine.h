@@ -96,6 +96,10 @@ class Engine {
   const std::optional<ExpertReadPattern>& expert_read_pattern() const;
   // Peak resident memory of the process so far (VmHWM).
   static uint64_t peak_rss_bytes();
+  // The most device memory the backend's allocations have held at once (weights, KV cache,
+  // scratch, expert arena; not the CUDA context's own), where it computes from a device's own
+  // memory; nullopt on the CPU.
+  std::optional<uint64_t> peak_device_bytes() const;
 
   // The engine's state, opaque here (runtime/engine_impl.h defines it).
   struct Impl;

@@ -200,6 +200,9 @@ class Backend {
   // computed from, measured now, where that memory is the backend's own (a GPU's); nullopt
   // where it is the host's, which the caller probes itself, or where there is no room to copy.
   virtual std::optional<double> measure_memory_bandwidth() { return std::nullopt; }
+  // The most memory of its own (a GPU's) the backend's allocations have held at once; nullopt
+  // where it computes from host memory, which the process's peak RSS counts.
+  virtual std::optional<uint64_t> peak_own_memory_bytes() const { return std::nullopt; }
 };
 
 }  // namespace strata

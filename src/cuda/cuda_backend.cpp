@@ -117,11 +117,15 @@ std::optional<double> CudaBackend::measure_memory_bandwidth() {
   constexpr int kPasses = 5;
   if (!failure_.ok() || !ok(cudaStreamSynchronize(stream_), "finishing the batch"))
     return std::nullopt;
-  void *from = nullptr, *to = nullptr;
+  // Through DeviceBuffer, so that the peak of device memory held counts the probe's too.
+  Result<DeviceBuffer> from_buffer = DeviceBuffer::allocate(kBytes, "the bandwidth probe");
+  Result<DeviceBuffer> to_buffer = DeviceBuffer::allocate(kBytes, "the bandwidth probe");
+  uint8_t* from = from_buffer.ok() ? from_buffer.value().data() : nullptr;
+  uint8_t* to = to_buffer.ok() ? to_buffer.value().data() : nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   float best_ms = INFINITY;
-  if (cudaMalloc(&from, kBytes) == cudaSuccess && cudaMalloc(&to, kBytes) == cudaSuccess &&
-      cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess &&
+  if (from && to && cudaEventCreate(&start) == cudaSuccess &&
+      cudaEventCreate(&stop) == cudaSuccess &&
       cudaMemsetAsync(from, 1, kBytes, stream_) == cudaSuccess) {
     for (int pass = 0; pass <= kPasses; ++pass) {  // pass 0 warms up
       float ms = 0;
@@ -139,10 +143,12 @@ std::optional<double> CudaBackend::measure_memory_bandwidth() {
   cudaGetLastError();  // a failed allocation is reported by the nullopt alone
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
-  cudaFree(from);
-  cudaFree(to);
   if (!std::isfinite(best_ms) || best_ms <= 0) return std::nullopt;
   return 2.0 * double(kBytes) / (double(best_ms) / 1e3);
+}
+
+std::optional<uint64_t> CudaBackend::peak_own_memory_bytes() const {
+  return peak_device_bytes_held();
 }
 
 uint64_t CudaBackend::scratch_bytes(const ScratchShape& shape) const {

@@ -43,6 +43,7 @@ class CudaBackend final : public Backend {
   Result<std::unique_ptr<ExpertSlotMemory>> make_expert_slot_memory(
       std::span<const SlotClassShape> classes, size_t alignment) override;
   std::optional<double> measure_memory_bandwidth() override;
+  std::optional<uint64_t> peak_own_memory_bytes() const override;
   uint64_t scratch_bytes(const ScratchShape& shape) const override;
   void release_scratch() override;
   BatchActivations& begin_batch(int64_t n_tokens) override;

@@ -2,9 +2,32 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <utility>
 
 namespace strata::cuda {
+namespace {
+
+std::atomic<uint64_t> held_bytes{0}, peak_held_bytes{0};
+
+void count_allocation(size_t bytes) {
+  const uint64_t now = held_bytes.fetch_add(bytes) + bytes;
+  uint64_t peak = peak_held_bytes.load();
+  while (now > peak && !peak_held_bytes.compare_exchange_weak(peak, now)) {
+  }
+}
+
+// cudaFree, and the bytes no longer held.
+void free_device(uint8_t* data, size_t bytes) {
+  if (!data) return;
+  cudaFree(data);
+  held_bytes.fetch_sub(bytes);
+}
+
+}  // namespace
+
+uint64_t device_bytes_held() { return held_bytes.load(); }
+uint64_t peak_device_bytes_held() { return peak_held_bytes.load(); }
 
 Status cuda_status(cudaError_t error, std::string_view operation) {
   if (error == cudaSuccess) return Status();
@@ -16,16 +39,14 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
-    if (data_) cudaFree(data_);
+    free_device(data_, bytes_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
   return *this;
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (data_) cudaFree(data_);
-}
+DeviceBuffer::~DeviceBuffer() { free_device(data_, bytes_); }
 
 Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes, std::string_view what) {
   DeviceBuffer buffer;
@@ -39,6 +60,7 @@ Result<DeviceBuffer> DeviceBuffer::allocate(size_t bytes, std::string_view what)
   }
   buffer.data_ = static_cast<uint8_t*>(data);
   buffer.bytes_ = bytes;
+  count_allocation(bytes);
   return buffer;
 }
 

@@ -89,6 +89,13 @@ Result<BenchmarkReport> run_benchmark(const BenchmarkOptions& options,
   }
   record["results"] = benchmark_results_json(summaries);
   record["peak_rss_bytes"] = Engine::peak_rss_bytes();
+  // Held over the process, like the RSS peak: the largest of the variants on a device.
+  std::optional<uint64_t> peak_device;
+  for (const BenchmarkVariant& v : variants)
+    if (v.session)
+      if (const auto peak = v.session->engine().peak_device_bytes())
+        peak_device = std::max(peak_device.value_or(0), *peak);
+  if (peak_device) record["peak_device_bytes"] = *peak_device;
   record["finished"] = now_utc();
   return BenchmarkReport{record.dump(2) + "\n", benchmark_markdown(summaries),
                          benchmark_chart_svg(summaries, options)};

@@ -266,4 +266,8 @@ const std::optional<ExpertReadPattern>& Engine::expert_read_pattern() const {
 
 uint64_t Engine::peak_rss_bytes() { return strata::peak_rss_bytes(); }
 
+std::optional<uint64_t> Engine::peak_device_bytes() const {
+  return impl_->backend->peak_own_memory_bytes();
+}
+
 }  // namespace strata

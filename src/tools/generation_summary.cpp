@@ -5,6 +5,15 @@
 #include <cstdio>
 
 namespace strata::tools {
+namespace {
+
+// ", device memory at its peak 5120.0 MiB" where the model computes on a device.
+std::string peak_device_text(const Engine& engine) {
+  const auto peak = engine.peak_device_bytes();
+  return peak ? fmt::format(", device memory at its peak {:.1f} MiB", double(*peak) / 1048576) : "";
+}
+
+}  // namespace
 
 void print_generation_summary(const Session& session, int64_t prompt_tokens,
                               int64_t generated_tokens, bool streaming) {
@@ -30,11 +39,11 @@ void print_generation_summary(const Session& session, int64_t prompt_tokens,
           "experts: {:.1f} % served from the arena ({} hits: resident when their layer began; {} "
           "read-ahead hits: prefetched in time; {} late: prefetched but still loading; {} "
           "misses: read on demand) | {:.1f} MiB read, waiting {:.1f} ms, computing {:.1f} ms, "
-          "disk busy {:.0f} % | peak RSS {:.1f} MiB",
+          "disk busy {:.0f} % | peak RSS {:.1f} MiB{}",
           100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
           double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
           run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0,
-          double(Engine::peak_rss_bytes()) / kMiB)
+          double(Engine::peak_rss_bytes()) / kMiB, peak_device_text(session.engine()))
           .c_str());
 }
 

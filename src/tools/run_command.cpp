@@ -39,7 +39,7 @@ Status write_stats(const std::string& path, const Session& session, uint64_t see
                      {"ms", step.ms},
                      {"compute_ms", step.ms - step.experts.host_wait_ms},
                      {"experts", expert_counters_json(step.experts)}});
-  const nlohmann::json json = {
+  nlohmann::json json = {
       {"model", session.engine().describe()},
       {"seed", seed},
       // Cut short by Ctrl-C or SIGTERM: the counts are what was done until then.
@@ -56,6 +56,7 @@ Status write_stats(const std::string& path, const Session& session, uint64_t see
       {"peak_rss_bytes", Engine::peak_rss_bytes()},
       {"steps", steps},
   };
+  if (const auto peak = session.engine().peak_device_bytes()) json["peak_device_bytes"] = *peak;
   const std::string text = json.dump(2) + "\n";
   return write_file_atomically(path, text);
 }
