@@ -250,29 +250,26 @@ INSTANTIATE_TEST_SUITE_P(Models, DeviceTierDeterminism,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
 
-TEST(HostTierFaults, FailedCopyIsReportedWhenTheExpertIsClaimed) {
+// A failed copy (host tier) or read (disk tier) is one line naming the file, the layer and the
+// expert, when that expert is claimed.
+TEST(DeviceTierFaults, FailureIsReportedWhenTheExpertIsClaimed) {
+  struct Case {
+    Tier tier;
+    std::string tensor, expert, cause;
+  };
   const std::string path = bundled_model();
-  const auto run = run_tier(Tier::kHost, path, sequence("trained", "dev_code"), 0.0, 2, 1,
-                            "blk.3.ffn_up_exps.weight");
-  ASSERT_FALSE(run.ok());
-  const std::string& message = run.status().message();
-  EXPECT_NE(message.find("layer 3 expert"), std::string::npos) << message;
-  EXPECT_NE(message.find(path), std::string::npos) << message;
-  EXPECT_NE(message.find("copying an expert to the device: injected failure"), std::string::npos)
-      << message;
-  EXPECT_EQ(message.find('\n'), std::string::npos);
-}
-
-TEST(DiskTierFaults, FailedReadIsReportedWhenTheExpertIsClaimed) {
-  const std::string path = bundled_model();
-  const auto run = run_tier(Tier::kDisk, path, sequence("trained", "dev_code"), 0.0, 2, 1,
-                            "blk.5.ffn_down_exps.weight");
-  ASSERT_FALSE(run.ok());
-  const std::string& message = run.status().message();
-  EXPECT_NE(message.find("layer 5 expert"), std::string::npos) << message;
-  EXPECT_NE(message.find(path), std::string::npos) << message;
-  EXPECT_NE(message.find("Input/output error"), std::string::npos) << message;
-  EXPECT_EQ(message.find('\n'), std::string::npos);
+  for (const Case& c :
+       {Case{Tier::kHost, "blk.3.ffn_up_exps.weight", "layer 3 expert",
+             "copying an expert to the device: injected failure"},
+        Case{Tier::kDisk, "blk.5.ffn_down_exps.weight", "layer 5 expert", "Input/output error"}}) {
+    const auto run = run_tier(c.tier, path, sequence("trained", "dev_code"), 0.0, 2, 1, c.tensor);
+    ASSERT_FALSE(run.ok()) << c.tensor;
+    const std::string& message = run.status().message();
+    EXPECT_NE(message.find(c.expert), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(c.cause), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
 }
 
 TEST(HostTierReader, RefusesReadsThatAreNotAnExpertsBytes) {

@@ -23,6 +23,17 @@ uint64_t ExpertLayout::total_bytes() const {
   return total;
 }
 
+uint64_t ExpertLayout::largest_unit_read(size_t alignment) const {
+  uint64_t largest = 0;
+  for (const LayerExpertLayout& l : layers) {
+    const size_t span = l.contiguous_unit_span(alignment);
+    const size_t read =
+        span > 0 ? span : std::max({l.gate.expert_bytes, l.up.expert_bytes, l.down.expert_bytes});
+    largest = std::max<uint64_t>(largest, (read + alignment - 1) / alignment * alignment);
+  }
+  return largest;
+}
+
 bool ExpertLayout::has_large_units() const {
   constexpr size_t kLargeUnitBytes = size_t(1) << 20;
   for (const auto& layer : layers)

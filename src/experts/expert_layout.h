@@ -66,6 +66,9 @@ struct ExpertLayout {
   std::set<uint64_t> slice_offsets() const;
   // 1 if every layer's units are read as one range each (contiguous_unit_span), else 3.
   int most_reads_per_unit(size_t alignment) const;
+  // The largest read of a unit: its span where it is read as one range, else its largest slice,
+  // rounded up to `alignment` (one more `alignment` covers a start that is not aligned).
+  uint64_t largest_unit_read(size_t alignment) const;
 };
 
 // One expert unit's weights, resident in memory while the unit is held.

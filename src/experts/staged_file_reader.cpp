@@ -13,26 +13,14 @@ namespace {
 
 uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
-// The largest read the arena makes of `layout` at `alignment`: a unit read as one range, or its
-// largest slice, widened to `alignment` at both ends.
-size_t largest_read(const ExpertLayout& layout, size_t alignment) {
-  size_t largest = 0;
-  for (const LayerExpertLayout& l : layout.layers) {
-    const size_t span = l.contiguous_unit_span(alignment);
-    const size_t read =
-        span > 0 ? span : std::max({l.gate.expert_bytes, l.up.expert_bytes, l.down.expert_bytes});
-    largest = std::max(largest, size_t(round_up(read, alignment)) + alignment);
-  }
-  return largest;
-}
-
 }  // namespace
 
 StagedFileReader::StagedFileReader(std::shared_ptr<FileReader> file, const ExpertLayout& layout,
                                    ToComputeOrder to_compute_order)
     : file_(std::move(file)), to_compute_order_(std::move(to_compute_order)) {
   const size_t file_alignment = std::max<size_t>(file_->alignment(), 1);
-  staging_bytes_ = size_t(round_up(largest_read(layout, kAlignment) + 2 * file_alignment, 4096));
+  staging_bytes_ = size_t(
+      round_up(layout.largest_unit_read(kAlignment) + kAlignment + 2 * file_alignment, 4096));
   for (const LayerExpertLayout& l : layout.layers)
     for (const ExpertTensorLayout* tensor : std::array{&l.gate, &l.up, &l.down}) {
       if (!tensor->grouped_after_read() && !tensor->ungrouped_after_read()) continue;

@@ -40,19 +40,6 @@ int default_io_depth(const ExpertLayout& experts, int io_threads, size_t alignme
   return std::max(1, 6 * io_threads / experts.most_reads_per_unit(alignment));
 }
 
-// The largest read the store issues for a unit: the unit's span where it is read as one range,
-// else its largest slice, widened to the reader's alignment (ExpertArena::reads_for).
-uint64_t largest_unit_read(const ExpertLayout& layout, size_t alignment) {
-  uint64_t largest = 0;
-  for (const LayerExpertLayout& l : layout.layers) {
-    const size_t span = l.contiguous_unit_span(alignment);
-    const size_t read =
-        span > 0 ? span : std::max({l.gate.expert_bytes, l.up.expert_bytes, l.down.expert_bytes});
-    largest = std::max<uint64_t>(largest, (read + alignment - 1) / alignment * alignment);
-  }
-  return largest;
-}
-
 // What the arena does to the Q4_0 rows it reads, for the store's description.
 struct ExpertRowOrder {
   bool grouped_in_file = false, grouped_after_read = false, ungrouped_after_read = false;
@@ -257,7 +244,7 @@ Status load_streaming(const SessionOptions& options, Backend& backend,
   const ExpertRowOrder rows = expert_row_order(session.model->weights().experts);
   note_faster_layout(options, split_reads, rows);
   session.read_pattern =
-      ExpertReadPattern{.read_bytes = largest_unit_read(layout, reader->alignment()),
+      ExpertReadPattern{.read_bytes = layout.largest_unit_read(reader->alignment()),
                         .in_flight = store->io_backend() == IoBackend::kUring
                                          ? store_options.io_depth * reads_per_unit
                                          : options.io_threads};
@@ -365,7 +352,7 @@ Status load_host_tier(const SessionOptions& options, Backend& backend,
          "note: the host tier could not be page-locked: expert copies to the device run from "
          "pageable memory, at a fraction of the bus's speed");
   session.read_pattern =
-      ExpertReadPattern{.read_bytes = largest_unit_read(experts, HostTierReader::kAlignment),
+      ExpertReadPattern{.read_bytes = experts.largest_unit_read(HostTierReader::kAlignment),
                         .in_flight = options.io_threads};
   session.store =
       fmt::format("experts copied from host memory ({}, {}) into {}",
@@ -432,7 +419,7 @@ Status load_disk_tier(const SessionOptions& options, Backend& backend,
         return tier->write_into(m, options.io_threads);
       }));
   session.read_pattern =
-      ExpertReadPattern{.read_bytes = largest_unit_read(experts, reader->alignment()),
+      ExpertReadPattern{.read_bytes = experts.largest_unit_read(reader->alignment()),
                         .in_flight = options.io_threads};
   session.store = fmt::format(
       "experts read from the file ({}) through {} staging buffers of {} into {}",
