@@ -40,7 +40,7 @@ std::map<std::string, std::string> write_documents(const fs::path& dir) {
   for (int d = 0; d < 3; ++d) {
     std::string text;
     for (int i = 0; i < 8; ++i) text += sentences[(d + i) % 4];
-    const std::string id = "p" + std::to_string(d);
+    const std::string id = std::string("p").append(std::to_string(d));
     out << nlohmann::json{{"id", id}, {"domain", "prose"}, {"text", text}}.dump() << "\n";
     texts[id] = text;
   }
