@@ -98,6 +98,8 @@ struct HostTierRun {
   std::vector<float> logits;
   ExpertCounters stats;
   int copies = 0, copies_into_held = 0, releases = 0;
+  uint64_t file_reads = 0;  // the disk tier's reads of the model file's experts
+  HostExpertCache::Counters host_arena;
 };
 
 enum class Tier { kHost, kDisk };
@@ -111,9 +113,11 @@ struct TierSource {
   std::function<Status(ExpertSlotMemory&, int n_readers)> write_into;
   std::shared_ptr<const TensorData> data;      // kHost: where the copies come from
   std::shared_ptr<FaultInjectingReader> file;  // kDisk: the model file's reads
+  uint64_t dense_reads = 0;                    // kDisk: those of the dense weights' load
 };
 
-Result<TierSource> open_tier(const std::string& path, Tier tier) {
+// `host_arena_share`: the disk tier's host arena, as a share of the experts' bytes.
+Result<TierSource> open_tier(const std::string& path, Tier tier, double host_arena_share = 0) {
   STRATA_ASSIGN_OR_RETURN(auto file, gguf::GgufFile::open(path));
   TierSource source;
   if (tier == Tier::kHost) {
@@ -134,12 +138,15 @@ Result<TierSource> open_tier(const std::string& path, Tier tier) {
   STRATA_ASSIGN_OR_RETURN(
       source.data,
       LoadedTensorData::load(*file, *source.file, LoadedTensorData::Contents::kDense, nullptr));
+  source.dense_reads = source.file->reads();
   STRATA_ASSIGN_OR_RETURN(source.model, Model::load(file, source.data));
+  const ExpertLayout& layout = source.model->weights().experts;
   auto staged = std::make_shared<StagedFileReader>(
-      source.file, source.model->weights().experts,
+      source.file, layout,
       [](uint8_t* slice, const ExpertTensorLayout& t) {
         reorder_rows(slice, t.n_in, t.n_out, t.grouped_in_file, t.grouped_rows);
-      });
+      },
+      uint64_t(host_arena_share * double(layout.total_bytes())));
   source.write_into = [staged](ExpertSlotMemory& memory, int n_readers) {
     return staged->write_into(memory, n_readers);
   };
@@ -152,8 +159,8 @@ Result<TierSource> open_tier(const std::string& path, Tier tier) {
 // reads (disk tier) fail.
 Result<HostTierRun> run_tier(Tier tier, const std::string& path, const std::vector<int32_t>& tokens,
                              double arena_share, int io_threads, int64_t chunk,
-                             const std::string& failing = "") {
-  STRATA_ASSIGN_OR_RETURN(TierSource source, open_tier(path, tier));
+                             const std::string& failing = "", double host_arena_share = 0) {
+  STRATA_ASSIGN_OR_RETURN(TierSource source, open_tier(path, tier, host_arena_share));
   const Model& model = *source.model;
   const ExpertLayout& layout = model.weights().experts;
   const int k = int(model.config().n_expert_used);
@@ -205,6 +212,10 @@ Result<HostTierRun> run_tier(Tier tier, const std::string& path, const std::vect
     run.logits.insert(run.logits.end(), part.begin(), part.end());
   }
   run.stats = store->stats();
+  if (tier == Tier::kDisk) {
+    run.file_reads = source.file->reads() - source.dense_reads;
+    run.host_arena = static_cast<const StagedFileReader&>(*source.reader).host_arena_counters();
+  }
   run.copies = memory->copies();
   run.copies_into_held = memory->copies_into_held();
   run.releases = memory->releases();
@@ -225,12 +236,15 @@ TEST_P(DeviceTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
     double share;
     int io_threads;
     int64_t chunk;
+    double host_arena_share = 0;
   };
   for (const Setup& s : {Setup{Tier::kHost, 0.0, 1, 1}, Setup{Tier::kHost, 0.25, 2, 1},
                          Setup{Tier::kHost, 0.5, 4, 16}, Setup{Tier::kHost, 1.0, 2, 16},
                          Setup{Tier::kHost, 0.25, 3, 7}, Setup{Tier::kDisk, 0.0, 1, 1},
-                         Setup{Tier::kDisk, 0.25, 3, 7}, Setup{Tier::kDisk, 1.0, 2, 16}}) {
-    const auto run = run_tier(s.tier, path, tokens, s.share, s.io_threads, s.chunk);
+                         Setup{Tier::kDisk, 0.25, 3, 7}, Setup{Tier::kDisk, 1.0, 2, 16},
+                         Setup{Tier::kDisk, 0.1, 2, 1, 0.5}, Setup{Tier::kDisk, 0.25, 3, 7, 1.5}}) {
+    const auto run =
+        run_tier(s.tier, path, tokens, s.share, s.io_threads, s.chunk, "", s.host_arena_share);
     ASSERT_TRUE(run.ok()) << run.status().message();
     const HostTierRun& r = run.value();
     EXPECT_EQ(r.logits.size(), reference.size());
@@ -243,6 +257,11 @@ TEST_P(DeviceTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
     // Every byte the store read came through a copy into the slots.
     EXPECT_GT(r.stats.bytes_read, 0u);
     EXPECT_GT(r.stats.misses, 0u);
+    if (s.host_arena_share > 0) {
+      // Reads the host arena held were copies from it, not reads of the file.
+      EXPECT_GT(r.host_arena.hits, 0u);
+      EXPECT_LT(r.file_reads, uint64_t(r.copies));
+    }
   }
 }
 

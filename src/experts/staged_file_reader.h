@@ -5,6 +5,10 @@
 // (ExpertSlotMemory::write_from_host). Host memory holds a staging buffer per reading thread,
 // not the experts: the tier for a model whose experts do not fit in host memory (--mem).
 //
+// With a host arena (host_expert_cache.h: host memory left under --mem), each read's bytes are
+// kept there as well, in the backend's row order, and a read it still holds is a copy from it
+// without the file.
+//
 // To the arena it is a FileReader of 256-byte alignment, like the host tier
 // (host_tier_reader.h), so that each slice lands in its slot as aligned (modulo 256) as the file
 // has it; the file's own alignment (4096 for O_DIRECT) is met inside the staging buffer, whose
@@ -23,6 +27,7 @@
 #include "backend/expert_slot_memory.h"
 #include "experts/expert_layout.h"
 #include "experts/file_reader.h"
+#include "experts/host_expert_cache.h"
 
 namespace strata {
 
@@ -33,9 +38,13 @@ class StagedFileReader final : public FileReader {
   using ToComputeOrder = std::function<void(uint8_t* slice, const ExpertTensorLayout& tensor)>;
 
   // `file` reads the model (open_file_reader). Staging buffers hold the largest read the arena
-  // makes of `layout` at this reader's alignment.
+  // makes of `layout` at this reader's alignment. `host_arena_bytes`: the host arena's share of
+  // host memory (0: none), in slots of staging_bytes().
   StagedFileReader(std::shared_ptr<FileReader> file, const ExpertLayout& layout,
-                   ToComputeOrder to_compute_order);
+                   ToComputeOrder to_compute_order, uint64_t host_arena_bytes = 0);
+  // The staging buffers' bytes for `layout` read from `file`, which the host arena's slots take
+  // too.
+  static size_t staging_bytes_for(const FileReader& file, const ExpertLayout& layout);
   ~StagedFileReader() override;
 
   // Where reads go: the slots the arena made, which also page-lock the staging buffers, of
@@ -43,10 +52,13 @@ class StagedFileReader final : public FileReader {
   // one of its own on its first read. REQUIRES: called before the first read; `memory` outlives
   // the reads.
   Status write_into(ExpertSlotMemory& memory, int n_readers);
-  // Whether every staging buffer made so far is page-locked.
+  // Whether every staging buffer made so far, and the host arena, are page-locked.
   bool staging_pinned() const;
   // Bytes of one staging buffer.
   size_t staging_bytes() const { return staging_bytes_; }
+  // The host arena's slots (0: none) and its hits and misses so far.
+  int host_arena_slots() const { return host_arena_ ? host_arena_->n_slots() : 0; }
+  HostExpertCache::Counters host_arena_counters() const;
 
   const std::string& path() const override { return file_->path(); }
   uint64_t size() const override { return file_->size(); }
@@ -56,6 +68,11 @@ class StagedFileReader final : public FileReader {
   Status read(void* destination, uint64_t offset, size_t length) override;
 
  private:
+  // The read's bytes from the file into `buffer` (staging_bytes() of them, page-aligned), its
+  // slices in the backend's row order; they start at buffer + offset % the file's alignment.
+  Status read_in_compute_order(uint8_t* buffer, uint64_t offset, size_t length);
+  Status copy_into_slot(void* destination, const uint8_t* bytes, uint64_t offset, size_t length);
+  Status read_through_staging(void* destination, uint64_t offset, size_t length);
   uint8_t* new_staging();  // null when it cannot be allocated
   uint8_t* take_staging();
   void return_staging(uint8_t* buffer);
@@ -69,6 +86,7 @@ class StagedFileReader final : public FileReader {
   mutable std::mutex mutex_;  // guards the buffers' lists and pinned_
   std::vector<uint8_t*> all_staging_, idle_staging_;
   bool pinned_ = true;
+  std::unique_ptr<HostExpertCache> host_arena_;
 };
 
 }  // namespace strata

@@ -363,25 +363,31 @@ Status load_host_tier(const SessionOptions& options, Backend& backend,
 }
 
 // Host memory the disk tier keeps under --mem: the process as it is (the runtime, the
-// device's context, the tokenizer), the dense weights until they are on the device, and a
-// staging buffer per copy thread. Refused before loading when that is above the budget.
-Status check_disk_tier_budget(const SessionOptions& options, const gguf::GgufFile& file,
-                              size_t read_alignment, size_t staging_bytes) {
+// device's context, the tokenizer), the dense weights until they are on the device, a staging
+// buffer per copy thread and a margin for what grows later (the device context's first kernels,
+// allocator slack); what is left is the host arena's. Refused before loading when the rest is
+// above the budget.
+Result<uint64_t> disk_tier_host_arena_bytes(const SessionOptions& options,
+                                            const gguf::GgufFile& file, size_t read_alignment,
+                                            size_t staging_bytes) {
+  constexpr uint64_t kMargin = uint64_t(256) << 20;
   const uint64_t runtime = current_rss_bytes();
   const uint64_t dense =
       LoadedTensorData::bytes_to_load(file, read_alignment, LoadedTensorData::Contents::kDense);
   const uint64_t staging = uint64_t(options.io_threads) * staging_bytes;
-  const uint64_t total = runtime + dense + staging;
+  const uint64_t total = runtime + dense + staging + kMargin;
   const std::string lines = fmt::format(
       "host memory for experts read from the file: runtime and device context {} (measured) "
-      "+ dense weights {} + staging {} x {} = {} of --mem {}",
+      "+ dense weights {} + staging {} x {} + margin {} = {} of --mem {}",
       format_bytes(runtime), format_bytes(dense), options.io_threads, format_bytes(staging_bytes),
-      format_bytes(total), format_bytes(options.memory_budget));
+      format_bytes(kMargin), format_bytes(total), format_bytes(options.memory_budget));
   if (total > options.memory_budget)
     return Status::errorf("--mem {}: too small for --device cuda, which needs at least {} ({})",
                           format_bytes(options.memory_budget), format_bytes(total), lines);
-  note(options, NoteKind::kPlan, lines);
-  return Status();
+  note(options, NoteKind::kPlan,
+       lines + fmt::format(", the host arena the rest: {}",
+                           format_bytes(options.memory_budget - total)));
+  return options.memory_budget - total;
 }
 
 // An expert arena in the backend's own memory fed from the model file (the disk tier, for
@@ -392,11 +398,13 @@ Status load_disk_tier(const SessionOptions& options, Backend& backend,
   STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
                           device_arena_bytes(options, backend, file, session));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
+  uint64_t host_arena_bytes = 0;
   {
     STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));
-    const StagedFileReader sizing(reader, described->weights().experts, {});
-    STRATA_RETURN_IF_ERROR(
-        check_disk_tier_budget(options, *file, reader->alignment(), sizing.staging_bytes()));
+    STRATA_ASSIGN_OR_RETURN(host_arena_bytes,
+                            disk_tier_host_arena_bytes(options, *file, reader->alignment(),
+                                                       StagedFileReader::staging_bytes_for(
+                                                           *reader, described->weights().experts)));
   }
   std::optional<ProgressBar> progress;
   if (options.show_progress)
@@ -410,9 +418,11 @@ Status load_disk_tier(const SessionOptions& options, Backend& backend,
   STRATA_ASSIGN_OR_RETURN(session.model, Model::load(file, dense));
   const ExpertLayout& experts = session.model->weights().experts;
   auto tier = std::make_shared<StagedFileReader>(
-      reader, experts, [](uint8_t* slice, const ExpertTensorLayout& t) {
+      reader, experts,
+      [](uint8_t* slice, const ExpertTensorLayout& t) {
         reorder_rows(slice, t.n_in, t.n_out, t.grouped_in_file, t.grouped_rows);
-      });
+      },
+      host_arena_bytes);
   STRATA_ASSIGN_OR_RETURN(
       auto store,
       make_device_store(options, backend, session, arena_bytes, tier, [&](ExpertSlotMemory& m) {
@@ -421,10 +431,14 @@ Status load_disk_tier(const SessionOptions& options, Backend& backend,
   session.read_pattern =
       ExpertReadPattern{.read_bytes = experts.largest_unit_read(reader->alignment()),
                         .in_flight = options.io_threads};
+  const uint64_t held = uint64_t(tier->host_arena_slots()) * tier->staging_bytes();
   session.store = fmt::format(
-      "experts read from the file ({}) through {} staging buffers of {} into {}",
+      "experts read from the file ({}) through {} staging buffers of {} and a host arena of {} "
+      "({} slots, {:.0f} % of the experts' {}) into {}",
       reader->direct() ? "O_DIRECT" : "buffered: no O_DIRECT here",
       tier->staging_pinned() ? "page-locked" : "pageable", format_bytes(tier->staging_bytes()),
+      format_bytes(held), tier->host_arena_slots(),
+      100.0 * double(held) / double(experts.total_bytes()), format_bytes(experts.total_bytes()),
       device_arena_description(store->arena(), session.model->config(), options));
   session.experts = std::move(store);
   return Status();
