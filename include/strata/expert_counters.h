@@ -20,6 +20,9 @@ struct ExpertCounters {
   // read-aheads), what even a perfect read-ahead must read; the I/O bound is the disk's
   // bandwidth over these.
   uint64_t bytes_read = 0, missed_bytes = 0;
+  // With a device's arena under --mem: the reads its host arena served from host memory, and
+  // those that went to the file (0 elsewhere).
+  uint64_t host_arena_hits = 0, host_arena_misses = 0;
   // Time the compute thread spent blocked on expert reads; wall time with at least one expert
   // read running.
   double host_wait_ms = 0, disk_active_ms = 0;
@@ -35,7 +38,7 @@ struct ExpertCounters {
   bool operator==(const ExpertCounters&) const = default;
 };
 // A counter added above belongs in for_each_expert_counter too.
-static_assert(sizeof(ExpertCounters) == 10 * 8);
+static_assert(sizeof(ExpertCounters) == 12 * 8);
 
 // Calls f(name, member) for every counter, `member` a pointer to it: the one list of the
 // fields, which the arithmetic below and the JSON records (`expert_counters_json`) follow.
@@ -50,6 +53,8 @@ void for_each_expert_counter(F&& f) {
   f("readaheads_wasted", &ExpertCounters::readaheads_wasted);
   f("bytes_read", &ExpertCounters::bytes_read);
   f("missed_bytes", &ExpertCounters::missed_bytes);
+  f("host_arena_hits", &ExpertCounters::host_arena_hits);
+  f("host_arena_misses", &ExpertCounters::host_arena_misses);
   f("host_wait_ms", &ExpertCounters::host_wait_ms);
   f("disk_active_ms", &ExpertCounters::disk_active_ms);
 }

@@ -34,6 +34,7 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
   store->layout_ = std::move(layout);
   store->n_expert_used_ = n_expert_used;
   store->reads_in_compute_order_ = options.reads_in_compute_order;
+  store->add_tier_counters_ = options.add_tier_counters;
   store->reader_ = std::move(reader);
   return store;
 }
@@ -355,6 +356,7 @@ ExpertCounters StreamingExpertStore::stats() const {
   const IoEngineStats io = engine_->stats();
   stats.bytes_read = io.bytes_read;
   stats.disk_active_ms = io.active_seconds * 1000;
+  if (add_tier_counters_) add_tier_counters_(stats);
   return stats;
 }
 

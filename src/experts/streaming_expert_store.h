@@ -24,6 +24,7 @@
 // Thread-safety: one compute thread calls everything; reads run on the I/O engine's threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct StreamingStoreOptions {
   // The reader hands out the slices in the row order the backend computes with already (a
   // host tier, host_tier_reader.h), so no claim asks for them to be rearranged.
   bool reads_in_compute_order = false;
+  // Adds the counters of the tier the reader serves from (a host arena's) to stats().
+  std::function<void(ExpertCounters&)> add_tier_counters;
 };
 
 class StreamingExpertStore final : public ExpertStore {
@@ -115,6 +118,7 @@ class StreamingExpertStore final : public ExpertStore {
   std::function<void()> before_blocking_;
   int n_expert_used_ = 0;
   bool reads_in_compute_order_ = false;
+  std::function<void(ExpertCounters&)> add_tier_counters_;
   std::shared_ptr<FileReader> reader_;
   std::unique_ptr<IoEngine> engine_;
   std::unique_ptr<ExpertArena> arena_;

@@ -290,8 +290,10 @@ Result<uint64_t> device_arena_bytes(const SessionOptions& options, const Backend
 Result<std::unique_ptr<StreamingExpertStore>> make_device_store(
     const SessionOptions& options, Backend& backend, const LoadedSession& session,
     uint64_t arena_bytes, std::shared_ptr<FileReader> tier,
-    const std::function<Status(ExpertSlotMemory&)>& attach) {
+    const std::function<Status(ExpertSlotMemory&)>& attach,
+    std::function<void(ExpertCounters&)> add_tier_counters = {}) {
   StreamingStoreOptions store_options;
+  store_options.add_tier_counters = std::move(add_tier_counters);
   store_options.arena_bytes = arena_bytes;
   store_options.policy = options.cache_policy;
   store_options.io_threads = options.io_threads;
@@ -424,10 +426,15 @@ Status load_disk_tier(const SessionOptions& options, Backend& backend,
       },
       host_arena_bytes);
   STRATA_ASSIGN_OR_RETURN(
-      auto store,
-      make_device_store(options, backend, session, arena_bytes, tier, [&](ExpertSlotMemory& m) {
-        return tier->write_into(m, options.io_threads);
-      }));
+      auto store, make_device_store(
+                      options, backend, session, arena_bytes, tier,
+                      [&](ExpertSlotMemory& m) { return tier->write_into(m, options.io_threads); },
+                      // The store holds the reader, so it outlives the counters' reads of it.
+                      [counted = tier.get()](ExpertCounters& c) {
+                        const HostExpertCache::Counters held = counted->host_arena_counters();
+                        c.host_arena_hits = held.hits;
+                        c.host_arena_misses = held.misses;
+                      }));
   session.read_pattern =
       ExpertReadPattern{.read_bytes = experts.largest_unit_read(reader->alignment()),
                         .in_flight = options.io_threads};
