@@ -25,6 +25,7 @@ StagedFileReader::StagedFileReader(std::shared_ptr<FileReader> file, const Exper
                                    ToComputeOrder to_compute_order, uint64_t host_arena_bytes)
     : file_(std::move(file)),
       to_compute_order_(std::move(to_compute_order)),
+      file_alignment_(std::max<size_t>(file_->alignment(), 1)),
       staging_bytes_(staging_bytes_for(*file_, layout)) {
   for (const LayerExpertLayout& l : layout.layers)
     for (const ExpertTensorLayout* tensor : std::array{&l.gate, &l.up, &l.down}) {
@@ -96,9 +97,8 @@ void StagedFileReader::return_staging(uint8_t* buffer) {
 }
 
 Status StagedFileReader::read_in_compute_order(uint8_t* buffer, uint64_t offset, size_t length) {
-  const size_t file_alignment = std::max<size_t>(file_->alignment(), 1);
-  const uint64_t begin = offset / file_alignment * file_alignment;
-  const uint64_t end = round_up(offset + length, file_alignment);
+  const uint64_t begin = offset / file_alignment_ * file_alignment_;
+  const uint64_t end = round_up(offset + length, file_alignment_);
   if (end - begin > staging_bytes_)
     return read_error(path(), offset, length,
                       fmt::format("larger than the {}-byte staging buffer", staging_bytes_));
@@ -114,9 +114,8 @@ Status StagedFileReader::read_in_compute_order(uint8_t* buffer, uint64_t offset,
 
 Status StagedFileReader::copy_into_slot(void* destination, const uint8_t* bytes, uint64_t offset,
                                         size_t length) {
-  const size_t file_alignment = std::max<size_t>(file_->alignment(), 1);
   const Status copied = memory_->write_from_host(static_cast<uint8_t*>(destination),
-                                                 bytes + offset % file_alignment, length);
+                                                 bytes + offset % file_alignment_, length);
   if (copied.ok()) return copied;
   return copied.with_prefix(
       fmt::format("{}: copy of {} bytes at offset {}", path(), length, offset));

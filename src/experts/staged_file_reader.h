@@ -79,6 +79,7 @@ class StagedFileReader final : public FileReader {
 
   std::shared_ptr<FileReader> file_;
   ToComputeOrder to_compute_order_;
+  size_t file_alignment_;  // what the file's reads are widened to (1: none)
   // Slices whose rows the file has in another order than the backend's, by file offset.
   std::map<uint64_t, const ExpertTensorLayout*> reordered_slices_;
   size_t staging_bytes_ = 0;
