@@ -75,8 +75,6 @@ bool begin_commit() {
 
 void end_commit() { commits.fetch_sub(1); }
 
-void end_commit_in_place() {}  // the bracket's count stays: a second signal finds it held
-
 void clear_interrupt() {
   char bytes[64];
   if (wakeup_pipe[0] >= 0)

@@ -7,7 +7,7 @@
 // process at once.
 //
 // Putting a finished output in place (AtomicFile::commit's rename) is bracketed by
-// begin_commit() and end_commit() or end_commit_in_place(): a second signal inside the bracket
+// begin_commit() and end_commit() (or CommitScope): a second signal inside the bracket
 // does not end the process there, with the user's file replaced and the exit code saying
 // "interrupted"; the commit completes and the first signal's flag stops the command at its next
 // poll, or it finishes. Once a rename has put something in place the bracket is held until the
@@ -45,23 +45,16 @@ Status interrupted_error();
 // the process is ending, its temporary paths removed).
 [[nodiscard]] bool begin_commit();
 // Leaves the bracket with nothing put in place (a failed rename): a second signal ends the
-// process again.
+// process again. After a rename that put an output in place, do not call it: the bracket stays
+// held, and a second signal no longer ends the process, which goes on to its next poll or exit.
 void end_commit();
-// Leaves it with the output in place: a second signal no longer ends the process, which goes
-// on to its next poll or its exit.
-void end_commit_in_place();
 
-// The bracket as a scope; without in_place(), it ends as end_commit().
+// The bracket as a scope: left at its end unless in_place() was called.
 class CommitScope {
  public:
   CommitScope() : entered_(begin_commit()) {}
   ~CommitScope() {
-    if (!entered_) return;
-    if (in_place_) {
-      end_commit_in_place();
-    } else {
-      end_commit();
-    }
+    if (entered_ && !in_place_) end_commit();
   }
   CommitScope(const CommitScope&) = delete;
   CommitScope& operator=(const CommitScope&) = delete;

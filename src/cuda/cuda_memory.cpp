@@ -26,7 +26,6 @@ void free_device(uint8_t* data, size_t bytes) {
 
 }  // namespace
 
-uint64_t device_bytes_held() { return held_bytes.load(); }
 uint64_t peak_device_bytes_held() { return peak_held_bytes.load(); }
 
 Status cuda_status(cudaError_t error, std::string_view operation) {

@@ -14,10 +14,9 @@ namespace strata::cuda {
 // OK for cudaSuccess.
 Status cuda_status(cudaError_t error, std::string_view operation);
 
-// Device memory held in DeviceBuffers (weights, KV cache, scratch, the expert arena: every
-// allocation Strata makes; not the CUDA context's own, nor what graphs reserve), now and at its
-// peak since the process started, over every device.
-uint64_t device_bytes_held();
+// The most device memory held in DeviceBuffers at once since the process started, over every
+// device (weights, KV cache, scratch, the expert arena: every allocation Strata makes; not the
+// CUDA context's own, nor what graphs reserve).
 uint64_t peak_device_bytes_held();
 
 class DeviceBuffer {
