@@ -260,8 +260,12 @@ TEST(GpuArena, HostAndDiskTiersEqualEveryExpertInDeviceMemory) {
       // Under --mem the host arena's reads are counted: the first of each from the file, and
       // with a quarter of the units on the device, re-reads served from host memory.
       const ExpertCounters counters = session.value()->engine().expert_counters();
-      if (memory_budget > 0) EXPECT_GT(counters.host_arena_misses, 0u);
-      if (memory_budget > 0 && arena_share > 0) EXPECT_GT(counters.host_arena_hits, 0u);
+      if (memory_budget > 0) {
+        EXPECT_GT(counters.host_arena_misses, 0u);
+      }
+      if (memory_budget > 0 && arena_share > 0) {
+        EXPECT_GT(counters.host_arena_hits, 0u);
+      }
     }
     return out;
   };
@@ -352,7 +356,9 @@ TEST(GpuCli, PeaksStayWithinTheirBudgets) {
     const uint64_t device = json.at("peak_device_bytes"), rss = json.at("peak_rss_bytes");
     EXPECT_GT(device, 0u) << budgets;
     EXPECT_LE(device, 2 * kGiB) << budgets;
-    if (budgets.find("--mem") != std::string::npos) EXPECT_LE(rss, 4 * kGiB) << budgets;
+    if (budgets.find("--mem") != std::string::npos) {
+      EXPECT_LE(rss, 4 * kGiB) << budgets;
+    }
   }
 }
 
