@@ -362,6 +362,23 @@ TEST(GpuCli, PeaksStayWithinTheirBudgets) {
   }
 }
 
+// bench bounds a device arena fed from host memory by the bus it copies over, probed around
+// every run, not by the disk it does not read.
+TEST(GpuCli, BenchBoundsADeviceArenaByTheBus) {
+  SKIP_WITHOUT_GPU();
+  const fs::path record = testing::scratch() / "gpu-bench.json";
+  const auto outcome = testing::strata("bench -m " + kBundled +
+                                       " --device cuda --mem 25% --prompt-tokens 16 -n 8 -r 3 " +
+                                       "--force -o " + record.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const auto result = nlohmann::json::parse(file_bytes(record)).at("results")[0];
+  EXPECT_EQ(result.at("bound_kind").get<std::string>(), "bus") << result.dump();
+  // A PCIe or NVLink-C2C link: several GB/s at least, under a device's own memory's rate.
+  const double bus = result.at("bus_copy_gb_s").at("median").get<double>();
+  EXPECT_GT(bus, 4.0);
+  EXPECT_LT(bus, result.at("memory_read_gb_s").at("median").get<double>());
+}
+
 TEST(GpuCli, GeneratesAndRefusesInOneLine) {
   SKIP_WITHOUT_GPU();
   const auto run =

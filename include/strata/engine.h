@@ -75,6 +75,9 @@ class Engine {
   // Bytes per second a copy moves (read plus written) in the memory the weights are computed
   // from, where that is a device's own (a GPU); nullopt for the host's memory.
   std::optional<double> measure_device_bandwidth() const;
+  // Bytes per second a copy from page-locked host memory into that device's memory moves: the
+  // bus an expert arena in device memory is fed over; nullopt for the host's memory.
+  std::optional<double> measure_host_to_device_bandwidth() const;
   // The memory plan (empty without a budget).
   const std::string& memory_plan() const;
   // The expert store's counters since the engine was opened, all sessions together.

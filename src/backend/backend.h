@@ -200,6 +200,10 @@ class Backend {
   // computed from, measured now, where that memory is the backend's own (a GPU's); nullopt
   // where it is the host's, which the caller probes itself, or where there is no room to copy.
   virtual std::optional<double> measure_memory_bandwidth() { return std::nullopt; }
+  // Bytes per second a copy from page-locked host memory into the backend's own memory moves,
+  // measured now: what bounds an arena of its own fed from host memory. nullopt where the
+  // backend computes from host memory, or where there is no room to copy.
+  virtual std::optional<double> measure_host_to_device_bandwidth() { return std::nullopt; }
   // The most memory of its own (a GPU's) the backend's allocations have held at once; nullopt
   // where it computes from host memory, which the process's peak RSS counts.
   virtual std::optional<uint64_t> peak_own_memory_bytes() const { return std::nullopt; }

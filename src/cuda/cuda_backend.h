@@ -43,6 +43,7 @@ class CudaBackend final : public Backend {
   Result<std::unique_ptr<ExpertSlotMemory>> make_expert_slot_memory(
       std::span<const SlotClassShape> classes, size_t alignment) override;
   std::optional<double> measure_memory_bandwidth() override;
+  std::optional<double> measure_host_to_device_bandwidth() override;
   std::optional<uint64_t> peak_own_memory_bytes() const override;
   uint64_t scratch_bytes(const ScratchShape& shape) const override;
   void release_scratch() override;
@@ -75,6 +76,9 @@ class CudaBackend final : public Backend {
               std::vector<float>& logits) override;
 
  private:
+  // The fastest of five copies of `bytes` on the stream, after one to warm up, in ms; infinity
+  // where a call fails.
+  float fastest_copy_ms(void* to, const void* from, size_t bytes, cudaMemcpyKind kind);
   // One product of a weight matrix with activation rows (matmul.h), before grouping.
   struct Product {
     const Matrix* w;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "backend/cuda_backend.h"
@@ -198,6 +199,21 @@ LayerOutputs run_layer(Backend& backend, RandomWeights& w, const ModelShape& s,
     EXPECT_TRUE(backend.failure().ok()) << backend.failure().message();
   }
   return out;
+}
+
+// The probes bench bounds decode with: the device memory's copy rate, and the bus's from
+// page-locked host memory, which feeds an expert arena in device memory.
+TEST(GpuBackendProbes, MeasureTheDeviceMemoryAndTheBus) {
+  SKIP_WITHOUT_GPU();
+  auto gpu = make_cuda_backend(test_shape(), 0);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  const std::optional<double> memory = gpu.value()->measure_memory_bandwidth();
+  const std::optional<double> bus = gpu.value()->measure_host_to_device_bandwidth();
+  ASSERT_TRUE(memory.has_value());
+  ASSERT_TRUE(bus.has_value());
+  EXPECT_GT(*memory, 0.0);
+  EXPECT_GT(*bus, 0.0);
+  EXPECT_TRUE(gpu.value()->failure().ok()) << gpu.value()->failure().message();
 }
 
 class GpuBackendOps : public ::testing::TestWithParam<QuantType> {};

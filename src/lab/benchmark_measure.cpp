@@ -197,6 +197,10 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
   const double bandwidth = device_bandwidth
                                ? *device_bandwidth
                                : BandwidthProbe(probe_pool, kProbeBytes).measure(kProbePasses);
+  // Every expert in host memory and an arena on the device: a miss is a copy over the bus.
+  const bool misses_cross_the_bus = v.options.arena_share > 0 && v.options.memory_budget == 0;
+  const std::optional<double> bus_bandwidth =
+      misses_cross_the_bus ? v.session->engine().measure_host_to_device_bandwidth() : std::nullopt;
   double disk_before = 0, disk_after = 0, unit_before = 0, unit_after = 0;
   if (v.reader) {
     STRATA_ASSIGN_OR_RETURN(disk_before, probe_disk(v));
@@ -209,6 +213,7 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
   }
   run.unit_disk_bandwidth = (unit_before + unit_after) / 2;
   run.memory_bandwidth = bandwidth;
+  run.bus_bandwidth = bus_bandwidth.value_or(0);
   run.disk_bandwidth = (disk_before + disk_after) / 2;
   run.disk_before = disk_before;
   run.disk_after = disk_after;

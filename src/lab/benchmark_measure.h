@@ -32,7 +32,10 @@ struct BenchmarkRun {
   // the run: what the disk gives for the reads decode issues, beside what it gives the probe.
   double unit_disk_bandwidth = 0;
   double page_cache_share = 0;  // of the model file resident in the page cache at the start
-  ExpertCounters decode;        // expert store counters over the decoded tokens
+  // bytes/s of copies from page-locked host memory into the device, probed just before the
+  // run, where a device arena is fed from host memory: its misses cross the bus, not the disk.
+  double bus_bandwidth = 0;
+  ExpertCounters decode;  // expert store counters over the decoded tokens
   int64_t decode_tokens = 0;
 
   double per_token(double value) const;  // value / decoded tokens; 0 without any

@@ -45,11 +45,12 @@ nlohmann::json result_json(const VariantSummary& v, const PromptLengthSummary& s
           {"disk_read_mb_s", summary_json(s.disk_mb_s)},
           {"disk_read_mb_s_before_run", summary_json(s.disk_mb_s_before)},
           {"disk_read_mb_s_after_run", summary_json(s.disk_mb_s_after)},
+          {"bus_copy_gb_s", summary_json(s.bus_gb_s)},
           {"decode_disk_busy_share", summary_json(s.disk_busy_share)},
           {"decode_disk_delivered_mb_s", summary_json(s.disk_delivered_mb_s)},
           {"page_cache_share_at_start", summary_json(s.page_cache_share)},
           {"bound_tokens_per_s", summary_json(s.bound_tokens_per_s)},
-          {"bound_kind", s.disk_bound ? "disk" : "memory"},
+          {"bound_kind", s.bound_kind},
           {"decode_fraction_of_bound", summary_json(s.fraction_of_bound)},
           {"unit_read_pattern", read_pattern_json(v.read_pattern)},
           {"disk_unit_read_mb_s", summary_json(s.unit_disk_mb_s)},
@@ -74,9 +75,9 @@ std::string markdown_row(const VariantSummary& v, const PromptLengthSummary& s) 
       s.prefill_tokens_per_s.max, s.decode_tokens_per_s.median, s.decode_tokens_per_s.min,
       s.decode_tokens_per_s.max, 100 * s.hit_rate.median, s.missed_bytes_per_token.median / 1e6,
       s.bytes_read_per_token.median / 1e6, s.host_wait_ms_per_token.median,
-      100 * s.disk_busy_share.median, s.bound_tokens_per_s.median,
-      s.disk_bound ? "(disk)" : "(memory)", share_cell(s.fraction_of_bound),
-      share_cell(s.fraction_of_unit_bound), share_cell(s.fraction_of_resident));
+      100 * s.disk_busy_share.median, s.bound_tokens_per_s.median, "(" + s.bound_kind + ")",
+      share_cell(s.fraction_of_bound), share_cell(s.fraction_of_unit_bound),
+      share_cell(s.fraction_of_resident));
 }
 
 void add_bar(BarSeries& series, const Summary& share) {

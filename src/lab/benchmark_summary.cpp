@@ -58,6 +58,7 @@ void summarize_measures(const std::vector<BenchmarkRun>& runs, PromptLengthSumma
   s.disk_mb_s = summarize_runs(runs, [](R r) { return r.disk_bandwidth / 1e6; });
   s.disk_mb_s_before = summarize_runs(runs, [](R r) { return r.disk_before / 1e6; });
   s.disk_mb_s_after = summarize_runs(runs, [](R r) { return r.disk_after / 1e6; });
+  s.bus_gb_s = summarize_runs(runs, [](R r) { return r.bus_bandwidth / 1e9; });
   s.disk_busy_share = summarize_runs(runs, [](R r) { return r.disk_busy_share(); });
   s.disk_delivered_mb_s = summarize_runs(runs, [](R r) { return r.disk_delivered() / 1e6; });
   s.page_cache_share = summarize_runs(runs, [](R r) { return r.page_cache_share; });
@@ -68,9 +69,9 @@ void summarize_bounds(const std::vector<BenchmarkRun>& runs, const DecodeBound& 
                       PromptLengthSummary& s) {
   using R = const BenchmarkRun&;
   s.kv_cache_bytes_per_token = summarize_runs(runs, [&](R r) { return b.kv_bytes(r); });
-  const Summary disk = summarize_runs(runs, [&](R r) { return b.disk_bound(r); });
+  const Summary missed = summarize_runs(runs, [&](R r) { return b.missed_bound(r); });
   const Summary memory = summarize_runs(runs, [&](R r) { return b.memory_bound(r); });
-  s.disk_bound = disk.median < memory.median;
+  if (missed.median < memory.median) s.bound_kind = s.bus_gb_s.median > 0 ? "bus" : "disk";
   s.bound_tokens_per_s = summarize_runs(runs, [&](R r) { return b.bound(r); });
   s.fraction_of_bound =
       summarize_runs(runs, [&](R r) { return r.decode_tokens_per_s / b.bound(r); });
@@ -91,21 +92,21 @@ double DecodeBound::memory_bound(const BenchmarkRun& r) const {
   return r.memory_bandwidth / (weight_bytes + kv_bytes(r));
 }
 
-double DecodeBound::disk_bound_at(const BenchmarkRun& r, double rate) const {
+double DecodeBound::missed_bound_at(const BenchmarkRun& r, double rate) const {
   const double missed_bytes = r.per_token(double(r.decode.missed_bytes));
   return missed_bytes > 0 ? rate / missed_bytes : std::numeric_limits<double>::infinity();
 }
 
-double DecodeBound::disk_bound(const BenchmarkRun& r) const {
-  return disk_bound_at(r, r.disk_bandwidth);
+double DecodeBound::missed_bound(const BenchmarkRun& r) const {
+  return missed_bound_at(r, r.bus_bandwidth > 0 ? r.bus_bandwidth : r.disk_bandwidth);
 }
 
 double DecodeBound::bound(const BenchmarkRun& r) const {
-  return std::min(memory_bound(r), disk_bound(r));
+  return std::min(memory_bound(r), missed_bound(r));
 }
 
 double DecodeBound::unit_bound(const BenchmarkRun& r) const {
-  return std::min(memory_bound(r), disk_bound_at(r, r.unit_disk_bandwidth));
+  return std::min(memory_bound(r), missed_bound_at(r, r.unit_disk_bandwidth));
 }
 
 Result<VariantSummary> summarize_variant(const BenchmarkVariant& v,

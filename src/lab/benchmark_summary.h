@@ -29,8 +29,10 @@ struct DecodeBound {
   double kv_bytes(const BenchmarkRun& r) const;
   double memory_bound(const BenchmarkRun& r) const;
   // Missed bytes at `rate` bytes/s; infinite without missed bytes.
-  double disk_bound_at(const BenchmarkRun& r, double rate) const;
-  double disk_bound(const BenchmarkRun& r) const;
+  double missed_bound_at(const BenchmarkRun& r, double rate) const;
+  // The missed bytes at the rate of where they come from: the bus for a device arena fed from
+  // host memory (the run probed it), else the disk.
+  double missed_bound(const BenchmarkRun& r) const;
   double bound(const BenchmarkRun& r) const;
   // The same with the disk's rate for the store's own reads: a diagnostic beside the bound.
   double unit_bound(const BenchmarkRun& r) const;
@@ -43,10 +45,11 @@ struct PromptLengthSummary {
   Summary decode_compute_ms_per_token;  // the decode's time less its wait for experts
   Summary hit_rate, bytes_read_per_token, missed_bytes_per_token, host_wait_ms_per_token;
   Summary kv_cache_bytes_per_token;
-  Summary memory_gb_s, disk_mb_s, disk_mb_s_before, disk_mb_s_after;  // the probes
+  Summary memory_gb_s, disk_mb_s, disk_mb_s_before, disk_mb_s_after, bus_gb_s;  // the probes
   Summary disk_busy_share, disk_delivered_mb_s, page_cache_share;
   Summary bound_tokens_per_s, fraction_of_bound;
-  bool disk_bound = false;  // the disk's bound is below the memory's (medians)
+  // What bounds it (medians): "memory", "disk" or "bus" (a device arena fed from host memory).
+  std::string bound_kind = "memory";
   // Where experts stream: the probe of the store's own read pattern and the bound it gives.
   std::optional<Summary> unit_disk_mb_s, unit_bound_tokens_per_s, fraction_of_unit_bound;
   // A streaming variant's decode as a share of the same model's resident variant.

@@ -218,6 +218,11 @@ std::optional<double> Engine::measure_device_bandwidth() const {
   return impl_->backend->measure_memory_bandwidth();
 }
 
+std::optional<double> Engine::measure_host_to_device_bandwidth() const {
+  std::lock_guard lock(impl_->forward);
+  return impl_->backend->measure_host_to_device_bandwidth();
+}
+
 const std::string& Engine::memory_plan() const { return impl_->loaded.memory_plan; }
 
 ExpertCounters Engine::expert_counters() const {
