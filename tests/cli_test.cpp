@@ -327,7 +327,8 @@ TEST(Cli, ColdBenchmarkVariantsShareOneBudget) {
 }
 
 // --stats splits every step's time into waiting for experts and the rest (compute), and sums
-// the decode's compute time.
+// the decode's compute time. The CPU computes while its ops are called: it never waits for a
+// device's queued work.
 TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
   const fs::path stats = scratch() / "split-stats.json";
   const auto outcome = strata("run -m " + kModel + " -p 'def fibonacci(n):' -n 16 --temp 0 " +
@@ -341,8 +342,10 @@ TEST(Cli, StatsSplitStepsIntoWaitAndCompute) {
     const double wait = step.at("experts").at("host_wait_ms").get<double>();
     EXPECT_GE(compute, 0.0);
     EXPECT_NEAR(compute + wait, ms, 1e-6 * ms);
+    EXPECT_EQ(step.at("device_wait_ms").get<double>(), 0.0);
     if (step.at("phase") == "decode") decode_compute_ms += compute;
   }
+  EXPECT_EQ(json.at("decode_device_wait_ms").get<double>(), 0.0);
   EXPECT_NEAR(json.at("decode_compute_ms").get<double>(), decode_compute_ms,
               1e-6 * decode_compute_ms);
   EXPECT_GT(decode_compute_ms, 0.0);

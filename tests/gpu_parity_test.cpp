@@ -362,6 +362,27 @@ TEST(GpuCli, PeaksStayWithinTheirBudgets) {
   }
 }
 
+// --stats on a GPU says how much of each step the host spent waiting for the device's queued
+// work, which is part of the step and, summed over the decode, its decode_device_wait_ms.
+TEST(GpuCli, StatsSayHowLongTheHostWaitedForTheDevice) {
+  SKIP_WITHOUT_GPU();
+  const fs::path stats = testing::scratch() / "gpu-wait-stats.json";
+  const auto outcome =
+      testing::strata("run -m " + kBundled + " -p 'def fib(n):' -n 16 --temp 0 " +
+                      "--device cuda --arena 25% --force --stats " + stats.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const auto json = nlohmann::json::parse(file_bytes(stats));
+  double decode_wait_ms = 0;
+  for (const auto& step : json.at("steps")) {
+    const double wait = step.at("device_wait_ms"), ms = step.at("ms");
+    EXPECT_GT(wait, 0.0);  // every step reads its logits back
+    EXPECT_LE(wait, ms);
+    if (step.at("phase") == "decode") decode_wait_ms += wait;
+  }
+  EXPECT_NEAR(json.at("decode_device_wait_ms").get<double>(), decode_wait_ms,
+              1e-6 * decode_wait_ms);
+}
+
 // bench bounds a device arena fed from host memory by the bus it copies over, probed around
 // every run, not by the disk it does not read.
 TEST(GpuCli, BenchBoundsADeviceArenaByTheBus) {
@@ -377,6 +398,10 @@ TEST(GpuCli, BenchBoundsADeviceArenaByTheBus) {
   const double bus = result.at("bus_copy_gb_s").at("median").get<double>();
   EXPECT_GT(bus, 4.0);
   EXPECT_LT(bus, result.at("memory_read_gb_s").at("median").get<double>());
+  // Every decoded token waits for its logits to come back from the device.
+  const double wait = result.at("decode_device_wait_ms_per_token").at("median");
+  EXPECT_GT(wait, 0.0);
+  EXPECT_LE(wait, result.at("decode_ms_per_token").at("median").get<double>());
 }
 
 TEST(GpuCli, GeneratesAndRefusesInOneLine) {

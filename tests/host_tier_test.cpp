@@ -1,6 +1,7 @@
 // An expert arena in a device's memory, tested on the CPU: the slots are host memory behind a
 // fake device memory whose copies check the protocol a GPU needs (no copy into a slot whose unit
-// was claimed and not yet released) and fail on request. Its two tiers: every expert held in
+// was claimed and not yet released; a copy from the host tier lands only when its unit is
+// claimed) and fail on request. Its two tiers: every expert held in
 // host memory and copied from there (experts/host_tier_reader.h), or each expert read from the
 // file into a staging buffer and copied from that (experts/staged_file_reader.h, the disk tier).
 // With exact routing the logits equal the all-resident run's bit for bit whatever the tier, the
@@ -38,43 +39,56 @@ std::vector<int32_t> sequence(const std::string& folder, const std::string& name
 }
 
 // Host slots that stand for a device's: written only through write_from_host(), which records
-// every copy into a slot still held by a claim, and fails copies from `failing` on request.
+// every copy into a slot still held by a claim, and fails copies from `failing` on request. A
+// copy from a host tier (CopySource::kHeld) stands for one still running on the device: the
+// slot holds garbage until the store claims its unit, when the bytes land.
 class FakeDeviceSlotMemory final : public ExpertSlotMemory {
  public:
   FakeDeviceSlotMemory(std::unique_ptr<HostSlotMemory> slots, std::vector<SlotClassShape> classes)
       : slots_(std::move(slots)), classes_(std::move(classes)) {
     held_.resize(classes_.size());
-    for (size_t c = 0; c < classes_.size(); ++c) held_[c].assign(size_t(classes_[c].n_slots), 0);
+    queued_.resize(classes_.size());
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      held_[c].assign(size_t(classes_[c].n_slots), 0);
+      queued_[c].resize(size_t(classes_[c].n_slots));
+    }
   }
   uint8_t* read_target(int c, int slot) override { return slots_->read_target(c, slot); }
   const uint8_t* compute_address(int c, int slot) const override {
-    // The store asks for a slot's address when it hands the unit out (a claim).
-    std::lock_guard lock(mutex_);
-    held_[size_t(c)][size_t(slot)] = 1;
     return slots_->compute_address(c, slot);
   }
   uint64_t bytes() const override { return slots_->bytes(); }
-  Status write_from_host(uint8_t* destination, const void* source, size_t bytes) override {
+  Status write_from_host(uint8_t* destination, const void* source, size_t bytes,
+                         CopySource source_kind) override {
     ++copies_;
-    {
-      std::lock_guard lock(mutex_);
-      for (size_t c = 0; c < classes_.size(); ++c) {
-        const uint8_t* first = slots_->read_target(int(c), 0);
-        const size_t span = classes_[c].slot_bytes * size_t(classes_[c].n_slots);
-        if (destination >= first && destination < first + span &&
-            held_[c][size_t(destination - first) / classes_[c].slot_bytes])
-          ++copies_into_held_;
-      }
-    }
     const auto* from = static_cast<const uint8_t*>(source);
     if (from < failing_end_ && from + bytes > failing_begin_)
       return Status::error("cuda: copying an expert to the device: injected failure");
-    return ExpertSlotMemory::write_from_host(destination, source, bytes);
-  }
-  void released(int c, int slot) override {
     std::lock_guard lock(mutex_);
-    held_[size_t(c)][size_t(slot)] = 0;
-    ++releases_;
+    const auto [c, slot] = slot_of(destination);
+    if (held_[c][slot]) ++copies_into_held_;
+    if (source_kind == CopySource::kReusedAfterReturn) {
+      std::memcpy(destination, source, bytes);
+    } else {
+      std::memset(destination, 0xff, bytes);  // fp16 scales of NaN
+      queued_[c][slot].push_back({destination, from, bytes});
+    }
+    return Status();
+  }
+  void released(int c, std::span<const int> slots) override {
+    std::lock_guard lock(mutex_);
+    for (const int slot : slots) {
+      held_[size_t(c)][size_t(slot)] = 0;
+      ++releases_;
+    }
+  }
+  Status claimed(int c, int slot) override {
+    std::lock_guard lock(mutex_);
+    held_[size_t(c)][size_t(slot)] = 1;
+    for (const QueuedCopy& copy : queued_[size_t(c)][size_t(slot)])
+      std::memcpy(copy.destination, copy.source, copy.bytes);
+    queued_[size_t(c)][size_t(slot)].clear();
+    return Status();
   }
 
   void fail_copies_from(const uint8_t* begin, const uint8_t* end) {
@@ -88,8 +102,26 @@ class FakeDeviceSlotMemory final : public ExpertSlotMemory {
  private:
   std::unique_ptr<HostSlotMemory> slots_;
   std::vector<SlotClassShape> classes_;
-  mutable std::mutex mutex_;
-  mutable std::vector<std::vector<uint8_t>> held_;  // [class][slot]
+  struct QueuedCopy {
+    uint8_t* destination;
+    const uint8_t* source;
+    size_t bytes;
+  };
+  // The class and slot `address` lies in.
+  std::pair<size_t, size_t> slot_of(const uint8_t* address) const {
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      const uint8_t* first = slots_->read_target(int(c), 0);
+      const size_t span = classes_[c].slot_bytes * size_t(classes_[c].n_slots);
+      if (address >= first && address < first + span)
+        return {c, size_t(address - first) / classes_[c].slot_bytes};
+    }
+    STRATA_CHECK(false);  // copies go into slots only
+    return {0, 0};
+  }
+
+  std::mutex mutex_;
+  std::vector<std::vector<uint8_t>> held_;                    // [class][slot]
+  std::vector<std::vector<std::vector<QueuedCopy>>> queued_;  // [class][slot]
   std::atomic<int> copies_{0}, copies_into_held_{0}, releases_{0};
   const uint8_t *failing_begin_ = nullptr, *failing_end_ = nullptr;
 };

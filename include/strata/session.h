@@ -38,12 +38,15 @@ struct SessionStats {
   double prefill_ms = 0;
   int64_t decode_tokens = 0;
   double decode_ms = 0;
+  // Of decode_ms, the time the compute thread waited for a device's queued work (0 on the CPU).
+  double decode_device_wait_ms = 0;
   ExpertCounters experts;
   struct Step {  // one forward batch: a prompt chunk or a decoded token
     bool prefill;
     int64_t tokens;
     double ms;
     ExpertCounters experts;  // during this step
+    double device_wait_ms;   // of ms, waiting for a device's queued work
   };
   std::vector<Step> steps;
   double prefill_tokens_per_s() const;

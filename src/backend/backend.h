@@ -71,12 +71,18 @@ struct RouteRequest {
   float moce_bonus = 0.0f;
   int moce_protect = 0;
   std::span<const uint8_t> resident;  // [n_expert], read when moce_bonus != 0
+  // With lookahead_count > 0, the read-ahead's ranking in the same op: what rank_experts(
+  // *lookahead_router, lookahead, lookahead_count) returns, read back with the picks at once.
+  const Matrix* lookahead_router = nullptr;
+  Activations lookahead;
+  int lookahead_count = 0;
 };
 
-// Host memory, valid until the next route().
+// Host memory, valid until the next route(); the ranking until the next rank_experts() too.
 struct RouteResult {
-  std::span<const int32_t> picks;  // [n_tokens][k], best first
-  std::span<const float> weights;  // [n_tokens][k], the mixture weights of the picks
+  std::span<const int32_t> picks;   // [n_tokens][k], best first
+  std::span<const float> weights;   // [n_tokens][k], the mixture weights of the picks
+  std::span<const int32_t> ranked;  // [n_tokens][lookahead_count]: the request's ranking
 };
 
 // One claimed expert in compute_experts: its three slices and its rows of the gathered input
@@ -135,7 +141,7 @@ class Backend {
                          Activations hidden) = 0;
   // out = rms_norm(x) * weight, row by row.
   virtual void rms_norm(const Vector& weight, Activations x, Activations out) = 0;
-  // Router logits of x, softmax and top-k as `request` says.
+  // Router logits of x, softmax and top-k as `request` says (and its ranking).
   virtual RouteResult route(const Matrix& router, Activations x, const RouteRequest& request) = 0;
   // The top `count` experts of each row of router · x, best first (ties by lower id), for the
   // read-ahead: host memory [n_rows][count], valid until the next rank_experts().
@@ -207,6 +213,10 @@ class Backend {
   // The most memory of its own (a GPU's) the backend's allocations have held at once; nullopt
   // where it computes from host memory, which the process's peak RSS counts.
   virtual std::optional<uint64_t> peak_own_memory_bytes() const { return std::nullopt; }
+  // Milliseconds the calling thread has spent blocked on work the backend queued (reading its
+  // results back) since it was made: where a GPU's step time goes beside the host's own. 0
+  // where the ops run while they are called (the CPU).
+  virtual double device_wait_ms() const { return 0; }
 };
 
 }  // namespace strata

@@ -4,7 +4,8 @@
 
 namespace strata {
 
-Status ExpertSlotMemory::write_from_host(uint8_t* destination, const void* source, size_t bytes) {
+Status ExpertSlotMemory::write_from_host(uint8_t* destination, const void* source, size_t bytes,
+                                         CopySource) {
   std::memcpy(destination, source, bytes);
   return Status();
 }

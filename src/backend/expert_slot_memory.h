@@ -6,11 +6,14 @@
 // filled by write_from_host() from a host tier that holds the experts (experts/host_tier_reader.h),
 // and a slot's old unit may still be read by computations the backend has queued but not run:
 // the store says when it let go of a unit (released()), and a later write into its slot waits
-// for the work queued until then, and for nothing else.
+// for the work queued until then, and for nothing else. A write from memory that stays as it is
+// (CopySource::kHeld) may still be running when it returns: the store says when it hands the
+// slot's unit out (claimed()), and the work the backend queues after that waits for the write,
+// so the copies of the host tier queue back to back and no thread waits for the bus.
 //
 // Thread-safety: a slot's bytes are written by one I/O thread at a time and read by the backend
-// under the expert store's protocol; released() is called by the compute thread, between the
-// writes of the slot it names.
+// under the expert store's protocol; released() and claimed() are called by the compute thread,
+// between the writes of the slot they name.
 #pragma once
 
 #include <strata/status.h>
@@ -29,6 +32,12 @@ struct SlotClassShape {
   int n_slots = 0;
 };
 
+// What becomes of write_from_host()'s source after the call.
+enum class CopySource {
+  kReusedAfterReturn,  // a staging buffer: the bytes are in the slot when the call returns
+  kHeld,               // a host tier's experts, unchanged while the arena lives
+};
+
 class ExpertSlotMemory {
  public:
   virtual ~ExpertSlotMemory() = default;
@@ -40,13 +49,21 @@ class ExpertSlotMemory {
   virtual uint64_t bytes() const = 0;
 
   // Copies `bytes` of host memory to `destination`, inside a slot (read_target's address and
-  // on), and returns once they are there. Host memory: a memcpy.
-  virtual Status write_from_host(uint8_t* destination, const void* source, size_t bytes);
-  // The unit in slot `slot` of class `size_class` will not be computed with again after the
-  // backend's work queued so far.
-  virtual void released(int size_class, int slot) {
+  // on); with kReusedAfterReturn they are there when it returns. Host memory: a memcpy.
+  virtual Status write_from_host(uint8_t* destination, const void* source, size_t bytes,
+                                 CopySource source_kind);
+  // The unit in slot `slot` of class `size_class` is handed out: the backend's work queued from
+  // now on may read it, and waits for the slot's writes where they may still be running.
+  virtual Status claimed(int size_class, int slot) {
     (void)size_class;
     (void)slot;
+    return Status();
+  }
+  // The units in `slots` of class `size_class` will not be computed with again after the
+  // backend's work queued so far.
+  virtual void released(int size_class, std::span<const int> slots) {
+    (void)size_class;
+    (void)slots;
   }
   // Host memory write_from_host() will read from again and again (a host tier): made fast to
   // copy from where the backend can (page-locked for a GPU). False where it stays as it is.

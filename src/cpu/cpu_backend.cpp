@@ -156,7 +156,12 @@ RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRe
       for (int64_t t = begin; t < end; ++t) route_token(t);
     });
   }
-  return {{scratch_.picks.data(), size_t(n * k)}, {scratch_.pick_weights.data(), size_t(n * k)}};
+  RouteResult result{{scratch_.picks.data(), size_t(n * k)},
+                     {scratch_.pick_weights.data(), size_t(n * k)}};
+  if (request.lookahead_count > 0)
+    result.ranked =
+        rank_experts(*request.lookahead_router, request.lookahead, request.lookahead_count);
+  return result;
 }
 
 std::span<const int32_t> CpuBackend::rank_experts(const Matrix& router, Activations x, int count) {

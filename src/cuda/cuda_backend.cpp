@@ -370,17 +370,33 @@ void CudaBackend::route_on_device(const Matrix& router, Activations x, const Rou
 
 RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
   const size_t count = size_t(x.n_rows * request.k);
+  const size_t ranked = size_t(request.lookahead.n_rows * request.lookahead_count);
   if (failure_.ok()) {
     route_on_device(router, x, request, scratch_.route_out.as<int32_t>());
+    if (ranked > 0)
+      queue_ranking(*request.lookahead_router, request.lookahead, request.lookahead_count);
     if (failure_.ok())
       ok(cudaMemcpyAsync(scratch_.route_readback.data(), scratch_.route_out.data(), 2 * count * 4,
                          cudaMemcpyDeviceToHost, stream_),
          "copying routes to the host");
-    if (failure_.ok()) ok(cudaStreamSynchronize(stream_), "routing");
+    // One wait for both: the ranking's copy into pageable memory returns after the routes'.
+    if (ranked > 0) {
+      download(scratch_.ranked, ranked, ranked_, "copying rankings to the host");
+    } else if (failure_.ok()) {
+      const WaitClock clock(device_wait_ms_);
+      ok(cudaStreamSynchronize(stream_), "routing");
+    }
   }
-  if (!failure_.ok()) return meaningless_route(count);
+  if (!failure_.ok()) {
+    RouteResult meaningless = meaningless_route(count);
+    ranked_.assign(ranked, 0);
+    meaningless.ranked = ranked_;
+    return meaningless;
+  }
   const int32_t* picks = scratch_.route_readback.as<int32_t>();
-  return {{picks, count}, {reinterpret_cast<const float*>(picks + count), count}};
+  return {{picks, count},
+          {reinterpret_cast<const float*>(picks + count), count},
+          {ranked_.data(), ranked}};
 }
 
 RouteResult CudaBackend::meaningless_route(size_t count) {
@@ -390,17 +406,20 @@ RouteResult CudaBackend::meaningless_route(size_t count) {
   return {picks_, weights_out_};
 }
 
-std::span<const int32_t> CudaBackend::rank_experts(const Matrix& router, Activations x, int count) {
+void CudaBackend::queue_ranking(const Matrix& router, Activations x, int count) {
   const int64_t n = x.n_rows, n_expert = router.n_out;
-  if (failure_.ok()) {
-    const Product product{&router, converted(x, router.type),
-                          task_for(router, 0, n, scratch_.rank_logits.as<float>(), n_expert)};
-    run({&product, 1});
-    ok(launch_rank(scratch_.rank_logits.as<float>(), n, n_expert, count,
-                   scratch_.ranked.as<int32_t>(), stream_),
-       "ranking experts");
-  }
-  download(scratch_.ranked, size_t(n * count), ranked_, "copying rankings to the host");
+  if (!failure_.ok()) return;
+  const Product product{&router, converted(x, router.type),
+                        task_for(router, 0, n, scratch_.rank_logits.as<float>(), n_expert)};
+  run({&product, 1});
+  ok(launch_rank(scratch_.rank_logits.as<float>(), n, n_expert, count,
+                 scratch_.ranked.as<int32_t>(), stream_),
+     "ranking experts");
+}
+
+std::span<const int32_t> CudaBackend::rank_experts(const Matrix& router, Activations x, int count) {
+  queue_ranking(router, x, count);
+  download(scratch_.ranked, size_t(x.n_rows * count), ranked_, "copying rankings to the host");
   if (!failure_.ok()) std::fill(ranked_.begin(), ranked_.end(), 0);
   return ranked_;
 }
@@ -422,6 +441,7 @@ std::span<const float> CudaBackend::product_of_row(const Matrix& w, Activations 
 
 std::span<const float> CudaBackend::host_view(Activations x) {
   host_view_.resize(size_t(x.n_rows * x.width));
+  const WaitClock clock(device_wait_ms_);  // into pageable memory: the copy has run on return
   if (failure_.ok())
     ok(cudaMemcpyAsync(host_view_.data(), x.data, host_view_.size() * sizeof(float),
                        cudaMemcpyDeviceToHost, stream_),
@@ -470,7 +490,11 @@ void CudaBackend::logits(const Vector& norm, const Matrix& output, Activations h
        "copying logits to the host");
   if (step_mode_ != StepMode::kLaunch) launch_recorded_step();
   logits.resize(size_t(n_vocab));
-  if (!failure_.ok() || !ok(cudaStreamSynchronize(stream_), "copying logits to the host")) return;
+  if (!failure_.ok()) return;
+  {
+    const WaitClock clock(device_wait_ms_);
+    if (!ok(cudaStreamSynchronize(stream_), "copying logits to the host")) return;
+  }
   const float* row = scratch_.logits_readback.as<float>();
   std::copy(row, row + n_vocab, logits.begin());
 }

@@ -12,6 +12,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +47,7 @@ class CudaBackend final : public Backend {
   std::optional<double> measure_memory_bandwidth() override;
   std::optional<double> measure_host_to_device_bandwidth() override;
   std::optional<uint64_t> peak_own_memory_bytes() const override;
+  double device_wait_ms() const override { return device_wait_ms_; }
   uint64_t scratch_bytes(const ScratchShape& shape) const override;
   void release_scratch() override;
   BatchActivations& begin_batch(int64_t n_tokens) override;
@@ -105,6 +108,21 @@ class CudaBackend final : public Backend {
   // The recording, and which step was last run unrecorded.
   void forget_steps();
 
+  // Adds the time from its making to its end to device_wait_ms_: around a call that returns
+  // once the stream's queued work has run.
+  class WaitClock {
+   public:
+    explicit WaitClock(double& total) : total_(total) {}
+    ~WaitClock() {
+      total_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+                    .count();
+    }
+
+   private:
+    double& total_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  };
+
   // Keeps the first failure; true while there is none.
   bool ok(cudaError_t error, const char* operation);
   bool ok(const Status& status);
@@ -123,6 +141,8 @@ class CudaBackend final : public Backend {
   void route_on_device(const Matrix& router, Activations x, const RouteRequest& request,
                        int32_t* routes);
   RouteResult meaningless_route(size_t count);
+  // rank_experts()'s launches, its ranking left in scratch_.ranked.
+  void queue_ranking(const Matrix& router, Activations x, int count);
   // The experts' device pointers of a layer routed in place: gate, up, down [n_expert] each.
   const uint8_t* const* expert_table(int layer, std::span<const ExpertMatrices> experts);
   // One routed product per pick of x's rows (routing in place): row p of y is the product of
@@ -164,6 +184,7 @@ class CudaBackend final : public Backend {
   int64_t unrecorded_tokens_ = 0;
   int64_t next_position_slot_ = 0, batch_first_position_slot_ = 0;
   std::vector<float> weights_out_, row_product_, host_view_, host_floats_;
+  double device_wait_ms_ = 0;
 };
 
 template <class T>
@@ -183,6 +204,7 @@ void CudaBackend::download(const DeviceBuffer& from, size_t count, std::vector<T
   STRATA_CHECK(step_mode_ == StepMode::kLaunch);  // a repeatable step reads back only its logits
   if (!failure_.ok()) return;
   // Into pageable memory: returns once the stream's work before it and the copy are done.
+  const WaitClock clock(device_wait_ms_);
   ok(cudaMemcpyAsync(to.data(), from.data(), count * sizeof(T), cudaMemcpyDeviceToHost, stream_),
      what);
 }

@@ -56,7 +56,7 @@ Status HostTierReader::read(void* destination, uint64_t offset, size_t length) {
       continue;
     return memory_
         ->write_from_host(static_cast<uint8_t*>(destination) + (it->first - offset),
-                          it->second.host, it->second.bytes)
+                          it->second.host, it->second.bytes, CopySource::kHeld)
         .with_prefix(
             fmt::format("{}: copy of {} bytes at offset {}", path_, it->second.bytes, it->first));
   }

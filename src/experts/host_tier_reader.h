@@ -1,9 +1,10 @@
 // The host tier of an expert arena in a device's memory: every routed expert held in host
 // memory (the model's tensor data, read in as the resident engine reads it), and the reads of
 // the arena's I/O engine served from there by copying into the device's slots
-// (ExpertSlotMemory::write_from_host). A FileReader over the model file's offsets, so the
-// streaming store, its engine, priorities, cancellation and statistics work unchanged; only
-// where the bytes come from differs.
+// (ExpertSlotMemory::write_from_host): a read returns once its copy is queued (CopySource::kHeld),
+// and the kernels that compute with the unit wait for it on the device. A FileReader over the model
+// file's offsets, so the streaming store, its engine, priorities, cancellation and statistics work
+// unchanged; only where the bytes come from differs.
 //
 // Reads are aligned to 256 bytes as the arena widens them, so that each slice lands in its slot
 // as aligned (modulo 256) as the file has it, which the device's kernels rely on: a read is one

@@ -177,6 +177,7 @@ void NextUsePolicy::learn_from_visit() {
 
 void NextUsePolicy::on_layer(int layer, bool prefill) {
   STRATA_CHECK(layer >= 0 && layer < n_layer_);
+  forget_candidates();
   learn_from_visit();
   current_layer_ = layer;
   counting_ = !prefill;
@@ -206,6 +207,7 @@ void NextUsePolicy::on_next_visit_scores(int layer, std::span<const float> score
     predictions_.assign(units_.size() * size_t(horizon), std::numeric_limits<float>::quiet_NaN());
   }
   STRATA_CHECK_EQ(horizon, horizon_);
+  forget_candidates();
   for (int e = 0; e < n_expert_; ++e)
     for (int s = 0; s < horizon; ++s)
       predictions_[size_t(layer * n_expert_ + e) * size_t(horizon) + size_t(s)] =
@@ -231,6 +233,7 @@ void NextUsePolicy::on_insert(uint32_t unit, bool scan) {
   layers_[unit / uint32_t(n_expert_)].held = true;
   u.last_touch = ++tick_;
   if (!scan) count_use(unit);
+  touched(unit);
 }
 
 void NextUsePolicy::on_access(uint32_t unit) {
@@ -238,6 +241,7 @@ void NextUsePolicy::on_access(uint32_t unit) {
   STRATA_CHECK(u.resident_index >= 0);
   u.last_touch = ++tick_;
   count_use(unit);
+  touched(unit);
 }
 
 void NextUsePolicy::on_remove(uint32_t unit) {
@@ -248,21 +252,58 @@ void NextUsePolicy::on_remove(uint32_t unit) {
   units_[moved].resident_index = u.resident_index;
   resident_.pop_back();
   u.resident_index = -1;  // the history stays: it is what helps next time
+  ++u.stamp;
+}
+
+bool NextUsePolicy::ranks_below(const Candidate& a, const Candidate& b) {
+  return a.next_use < b.next_use || (a.next_use == b.next_use && a.last_touch > b.last_touch);
+}
+
+NextUsePolicy::Candidate NextUsePolicy::candidate(uint32_t unit) const {
+  const Unit& u = units_[unit];
+  return {expected_next_use(unit), u.last_touch, unit, u.stamp};
+}
+
+void NextUsePolicy::touched(uint32_t unit) {
+  ++units_[unit].stamp;
+  if (!candidates_built_) return;
+  candidates_.push_back(candidate(unit));
+  std::push_heap(candidates_.begin(), candidates_.end(), ranks_below);
+}
+
+void NextUsePolicy::forget_candidates() {
+  candidates_.clear();
+  held_back_.clear();
+  candidates_built_ = false;
 }
 
 std::optional<uint32_t> NextUsePolicy::victim(const std::function<bool(uint32_t)>& evictable) {
-  std::optional<uint32_t> chosen;
-  double chosen_next_use = 0;
-  for (uint32_t unit : resident_) {
-    if (!evictable(unit)) continue;
-    const double next_use = expected_next_use(unit);
-    if (!chosen || next_use > chosen_next_use ||
-        (next_use == chosen_next_use && units_[unit].last_touch < units_[*chosen].last_touch)) {
-      chosen = unit;
-      chosen_next_use = next_use;
-    }
+  if (!candidates_built_) {
+    for (uint32_t unit : resident_) candidates_.push_back(candidate(unit));
+    std::make_heap(candidates_.begin(), candidates_.end(), ranks_below);
+    candidates_built_ = true;
   }
-  return chosen;
+  auto current = [&](const Candidate& c) {
+    const Unit& u = units_[c.unit];
+    return u.resident_index >= 0 && u.stamp == c.stamp;
+  };
+  // The best of the units that could not be evicted before (the layer's pinned ones, mostly),
+  // then the heap's first that can: nothing below it ranks higher.
+  std::optional<Candidate> best;
+  std::erase_if(held_back_, [&](const Candidate& c) { return !current(c); });
+  for (const Candidate& c : held_back_)
+    if (evictable(c.unit) && (!best || ranks_below(*best, c))) best = c;
+  while (!candidates_.empty()) {
+    const Candidate top = candidates_.front();
+    if (current(top) && evictable(top.unit)) {
+      if (!best || ranks_below(*best, top)) best = top;
+      break;
+    }
+    if (current(top)) held_back_.push_back(top);
+    std::pop_heap(candidates_.begin(), candidates_.end(), ranks_below);
+    candidates_.pop_back();
+  }
+  return best ? std::optional<uint32_t>(best->unit) : std::nullopt;
 }
 
 }  // namespace strata

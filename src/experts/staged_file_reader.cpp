@@ -114,8 +114,9 @@ Status StagedFileReader::read_in_compute_order(uint8_t* buffer, uint64_t offset,
 
 Status StagedFileReader::copy_into_slot(void* destination, const uint8_t* bytes, uint64_t offset,
                                         size_t length) {
-  const Status copied = memory_->write_from_host(static_cast<uint8_t*>(destination),
-                                                 bytes + offset % file_alignment_, length);
+  const Status copied =
+      memory_->write_from_host(static_cast<uint8_t*>(destination), bytes + offset % file_alignment_,
+                               length, CopySource::kReusedAfterReturn);
   if (copied.ok()) return copied;
   return copied.with_prefix(
       fmt::format("{}: copy of {} bytes at offset {}", path(), length, offset));

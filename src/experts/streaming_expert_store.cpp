@@ -308,6 +308,10 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
       return error;
     }
     need->claimed = true;
+    STRATA_RETURN_IF_ERROR(
+        arena_->memory()
+            .claimed(c, need->slot)
+            .with_prefix(fmt::format("layer {} expert {}", layer, need->expert)));
     ExpertUnit unit = arena_->unit_in_slot(layer, need->expert, need->slot);
     unit.fresh_from_file = !s.claimed_since_read && !reads_in_compute_order_;
     s.claimed_since_read = true;
@@ -319,24 +323,28 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
 void StreamingExpertStore::release(int layer, std::span<const ClaimedExpert> experts) {
   STRATA_CHECK_EQ(layer, current_layer_);
   const int c = arena_->class_of_layer(layer);
+  released_slots_.clear();
   for (const ClaimedExpert& claimed : experts) {
     const int index = slot_of_unit_[size_t(unit_id(layer, claimed.expert))];
     STRATA_CHECK(index >= 0);
     slot(c, index).pinned = false;
-    arena_->memory().released(c, index);
+    released_slots_.push_back(index);
   }
+  arena_->memory().released(c, released_slots_);
   assign_waiting_needs();
 }
 
 void StreamingExpertStore::end_layer(int layer) {
   STRATA_CHECK_EQ(layer, current_layer_);
   const int c = arena_->class_of_layer(layer);
+  released_slots_.clear();
   for (const Need& need : needs_) {
     if (need.slot < 0) continue;
     slot(c, need.slot).pinned = false;
     // A pass that failed midway may not have released what it claimed.
-    if (need.claimed) arena_->memory().released(c, need.slot);
+    if (need.claimed) released_slots_.push_back(need.slot);
   }
+  if (!released_slots_.empty()) arena_->memory().released(c, released_slots_);
   needs_.clear();
   current_layer_ = -1;
 }

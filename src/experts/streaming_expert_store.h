@@ -137,6 +137,7 @@ class StreamingExpertStore final : public ExpertStore {
   int current_layer_ = -1;
   bool current_prefill_ = false;
   std::vector<Need> needs_;
+  std::vector<int> released_slots_;  // release()'s and end_layer()'s, for the slot memory
   ExpertCounters stats_;
 };
 

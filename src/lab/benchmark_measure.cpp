@@ -137,6 +137,7 @@ Result<BenchmarkRun> run_once(Session& session, const std::vector<int32_t>& prom
       stats.decode_tokens ? stats.decode_ms / double(stats.decode_tokens) : 0.0;
   run.decode_tokens = stats.decode_tokens;
   run.decode = stats.decode_experts();
+  run.decode_device_wait_ms = stats.decode_device_wait_ms;
   return run;
 }
 

@@ -37,6 +37,7 @@ struct BenchmarkRun {
   double bus_bandwidth = 0;
   ExpertCounters decode;  // expert store counters over the decoded tokens
   int64_t decode_tokens = 0;
+  double decode_device_wait_ms = 0;  // SessionStats::decode_device_wait_ms
 
   double per_token(double value) const;  // value / decoded tokens; 0 without any
   double disk_busy_share() const;        // of the decode's wall time, a read running

@@ -35,6 +35,7 @@ nlohmann::json result_json(const VariantSummary& v, const PromptLengthSummary& s
           {"decode_tokens_per_s", summary_json(s.decode_tokens_per_s)},
           {"decode_ms_per_token", summary_json(s.decode_ms_per_token)},
           {"decode_compute_ms_per_token", summary_json(s.decode_compute_ms_per_token)},
+          {"decode_device_wait_ms_per_token", summary_json(s.decode_device_wait_ms_per_token)},
           {"decode_hit_rate", summary_json(s.hit_rate)},
           {"decode_bytes_read_per_token", summary_json(s.bytes_read_per_token)},
           {"decode_missed_bytes_per_token", summary_json(s.missed_bytes_per_token)},

@@ -47,6 +47,8 @@ void summarize_measures(const std::vector<BenchmarkRun>& runs, PromptLengthSumma
   s.decode_ms_per_token = summarize_runs(runs, [](R r) { return r.decode_ms_per_token; });
   s.decode_compute_ms_per_token = summarize_runs(
       runs, [](R r) { return r.decode_ms_per_token - r.per_token(r.decode.host_wait_ms); });
+  s.decode_device_wait_ms_per_token =
+      summarize_runs(runs, [](R r) { return r.per_token(r.decode_device_wait_ms); });
   s.hit_rate = summarize_runs(runs, [](R r) { return r.decode.hit_rate(); });
   s.bytes_read_per_token =
       summarize_runs(runs, [](R r) { return r.per_token(double(r.decode.bytes_read)); });

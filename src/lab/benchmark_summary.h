@@ -42,7 +42,8 @@ struct DecodeBound {
 struct PromptLengthSummary {
   int64_t prompt_tokens = 0;
   Summary prefill_tokens_per_s, decode_tokens_per_s, decode_ms_per_token;
-  Summary decode_compute_ms_per_token;  // the decode's time less its wait for experts
+  Summary decode_compute_ms_per_token;      // the decode's time less its wait for experts
+  Summary decode_device_wait_ms_per_token;  // of the decode's time, waiting for a device's work
   Summary hit_rate, bytes_read_per_token, missed_bytes_per_token, host_wait_ms_per_token;
   Summary kv_cache_bytes_per_token;
   Summary memory_gb_s, disk_mb_s, disk_mb_s_before, disk_mb_s_after, bus_gb_s;  // the probes

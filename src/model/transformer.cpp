@@ -120,8 +120,30 @@ void Transformer::route(int layer, const BatchActivations& batch) {
   const LayerWeights& w = model_->weights().layers[size_t(layer)];
   if (router_input_observer_)
     router_input_observer_(layer, batch.normed.n_rows, backend_.host_view(batch.normed));
-  route_ = backend_.route(w.router, batch.normed, route_request(layer));
+  RouteRequest request = route_request(layer);
+  // The next layer's ranking for the read-ahead comes back with the picks, in one wait for a
+  // device: h is already what the next router is applied to (predict_next_layers).
+  if (const int ranked = experts_ranked(layer + 1, 1); ranked > 0) {
+    const LayerWeights& next = model_->weights().layers[size_t(layer + 1)];
+    backend_.rms_norm(next.ffn_norm, batch.hidden, batch.lookahead);
+    request.lookahead_router = &next.router;
+    request.lookahead = batch.lookahead;
+    request.lookahead_count = ranked;
+  }
+  route_ = backend_.route(w.router, batch.normed, request);
   routed(layer, batch.normed.n_rows);
+}
+
+int Transformer::experts_watched(int distance) const {
+  // The observer records the predictor of the next layer only (what traces replay).
+  if (!prediction_observer_ || distance != 1) return 0;
+  return int(std::clamp<int64_t>(prediction_count_, 0, config_.n_expert));
+}
+
+int Transformer::experts_ranked(int next, int distance) const {
+  if (next >= int(config_.n_layer)) return 0;
+  return std::max(int(std::clamp<int64_t>(routing_.readahead, 0, config_.n_expert)),
+                  experts_watched(distance));
 }
 
 void Transformer::routed(int layer, int64_t n_tokens) {
@@ -213,24 +235,23 @@ std::span<const float> Transformer::predict_next_visit(int layer, const BatchAct
 void Transformer::predict_next_layers(int layer, const BatchActivations& batch) {
   const int64_t n = batch.hidden.n_rows, n_expert = config_.n_expert;
   const int prefetched = int(std::clamp<int64_t>(routing_.readahead, 0, n_expert));
-  const int observed =
-      prediction_observer_ ? int(std::clamp<int64_t>(prediction_count_, 0, n_expert)) : 0;
   const int depth = prefetched > 0 ? std::max(routing_.readahead_layers, 1) : 1;
   uint64_t budget = routing_.readahead_bytes_per_token > 0
                         ? routing_.readahead_bytes_per_token / uint64_t(config_.n_layer)
                         : std::numeric_limits<uint64_t>::max();
   for (int distance = 1; distance <= depth; ++distance) {
     const int next = layer + distance;
-    // The observer records the predictor of the next layer only (what traces replay).
-    const int watched = distance == 1 ? observed : 0;
-    const int wanted = std::max(prefetched, watched);
-    if (wanted == 0 || next >= int(config_.n_layer)) return;
-    const LayerWeights& w = model_->weights().layers[size_t(next)];
-    // hidden holds h after this layer's attention: a later router applied to it, through
-    // that layer's norm, predicts that layer's picks (DESIGN.md §2).
-    backend_.rms_norm(w.ffn_norm, batch.hidden, batch.lookahead);
-    const std::span<const int32_t> ranked =
-        backend_.rank_experts(w.router, batch.lookahead, wanted);
+    const int wanted = experts_ranked(next, distance);
+    if (wanted == 0) return;
+    const int watched = experts_watched(distance);
+    std::span<const int32_t> ranked = route_.ranked;  // the next layer's, from route()
+    if (distance > 1) {
+      const LayerWeights& w = model_->weights().layers[size_t(next)];
+      // hidden holds h after this layer's attention: a later router applied to it, through
+      // that layer's norm, predicts that layer's picks (DESIGN.md §2).
+      backend_.rms_norm(w.ffn_norm, batch.hidden, batch.lookahead);
+      ranked = backend_.rank_experts(w.router, batch.lookahead, wanted);
+    }
     // Union over the batch, by best rank across its tokens, then expert id. Rankings order ties
     // by id, so each token's top `prefetched` and top `watched` are prefixes of its top
     // `wanted`.

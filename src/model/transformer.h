@@ -126,6 +126,12 @@ class Transformer {
   // store, in layer order, as the host path gives them.
   Status account_routes_in_place(bool prefill);
   void group_rows_by_expert(std::span<const int32_t> picks, int64_t n_tokens);
+  // How many experts of layer `next`, `distance` layers on, the read-ahead and the prediction
+  // observer rank (0: none), and how many of those the observer records.
+  int experts_ranked(int next, int distance) const;
+  int experts_watched(int distance) const;
+  // The read-ahead of the layers after `layer` from their routers on h, the next one's ranking
+  // from route().
   void predict_next_layers(int layer, const BatchActivations& batch);
   // With a next-expert predictor: the estimates for the next visits of `layer` from the batch's
   // last token.

@@ -65,9 +65,19 @@ struct Session::Impl {
   Status feed(std::span<const int32_t> tokens, std::vector<float>* all_logits);
   // One forward pass of `part` at the context's end, with this session's observers.
   Status forward(std::span<const int32_t> part, bool all_logits);
-  // What a feed of `tokens` did, from `start`, with the store's counters `before` it.
-  void record(bool prefill, int64_t tokens, std::chrono::steady_clock::time_point start,
-              const ExpertCounters& during);
+  // The clock and counters a step is measured from.
+  struct StepStart {
+    std::chrono::steady_clock::time_point time;
+    ExpertCounters experts;
+    double device_wait_ms;
+  };
+  StepStart step_start() const {
+    const Engine::Impl& e = shared();
+    return {std::chrono::steady_clock::now(), e.loaded.experts->stats(),
+            e.backend->device_wait_ms()};
+  }
+  // What a step of `tokens` did since `start`.
+  void record(bool prefill, int64_t tokens, const StepStart& start);
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -152,8 +162,7 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
                           context.size(), tokens.size(), cache->n_ctx());
   Engine::Impl& e = shared();
   std::lock_guard lock(e.forward);
-  const auto start = std::chrono::steady_clock::now();
-  const ExpertCounters before = e.loaded.experts->stats();
+  const StepStart start = step_start();
   const size_t chunk = size_t(std::max<int64_t>(1, e.options.prefill_chunk));
   const size_t n_vocab = size_t(e.model().config().n_vocab);
   if (all_logits) {
@@ -181,26 +190,26 @@ Status Session::Impl::feed(std::span<const int32_t> tokens, std::vector<float>* 
     logits.assign(all_logits->end() - ptrdiff_t(n_vocab), all_logits->end());
   const bool prefill = tokens.size() > 1;
   if (prefill) e.transformer->release_scratch();  // the prompt's batch-sized buffers
-  ExpertCounters during = e.loaded.experts->stats();
-  during -= before;
-  record(prefill, int64_t(fed), start, during);
+  record(prefill, int64_t(fed), start);
   return stopped;
 }
 
-void Session::Impl::record(bool prefill, int64_t tokens,
-                           std::chrono::steady_clock::time_point start,
-                           const ExpertCounters& during) {
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+void Session::Impl::record(bool prefill, int64_t tokens, const StepStart& start) {
+  const StepStart end = step_start();
+  const double ms = std::chrono::duration<double, std::milli>(end.time - start.time).count();
+  ExpertCounters during = end.experts;
+  during -= start.experts;
+  const double device_wait_ms = end.device_wait_ms - start.device_wait_ms;
   if (prefill) {
     stats.prefill_tokens += tokens;
     stats.prefill_ms += ms;
   } else {
     stats.decode_tokens += tokens;
     stats.decode_ms += ms;
+    stats.decode_device_wait_ms += device_wait_ms;
   }
   stats.experts += during;
-  stats.steps.push_back({prefill, tokens, ms, during});
+  stats.steps.push_back({prefill, tokens, ms, during, device_wait_ms});
 }
 
 Status Session::feed(std::span<const int32_t> tokens) { return impl_->feed(tokens, nullptr); }
@@ -286,15 +295,12 @@ Status Session::feed_together(std::span<Session* const> sessions, std::span<cons
     rows.push_back({tokens[i], int64_t(session.context.size()), session.cache.get()});
   }
   std::lock_guard lock(e.forward);
-  const auto start = std::chrono::steady_clock::now();
-  const ExpertCounters before = e.loaded.experts->stats();
+  const Impl::StepStart start = sessions.front()->impl_->step_start();
   e.running = {.decoding = true};
   std::vector<float> logits;
   const Status status = e.transformer->forward_sequences(rows, logits);
   e.running = {};
   STRATA_RETURN_IF_ERROR(status);
-  ExpertCounters during = e.loaded.experts->stats();
-  during -= before;
   const size_t n_vocab = size_t(e.model().config().n_vocab);
   for (size_t i = 0; i < sessions.size(); ++i) {
     Impl& session = *sessions[i]->impl_;
@@ -302,7 +308,7 @@ Status Session::feed_together(std::span<Session* const> sessions, std::span<cons
     session.logits.assign(logits.begin() + ptrdiff_t(i * n_vocab),
                           logits.begin() + ptrdiff_t((i + 1) * n_vocab));
     // Each session read what the step read: its counters are the step's, shared.
-    session.record(false, 1, start, during);
+    session.record(false, 1, start);
   }
   return Status();
 }

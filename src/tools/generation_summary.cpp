@@ -7,12 +7,17 @@
 namespace strata::tools {
 namespace {
 
-// ", device memory at its peak 5120.0 MiB" where the model computes on a device, and the host
-// arena's reads under --mem.
-std::string device_text(const Engine& engine, const ExpertCounters& e) {
+// ", device memory at its peak 5120.0 MiB, the decode waiting for the device 812.5 ms" where
+// the model computes on a device, and the host arena's reads under --mem.
+std::string device_text(const Engine& engine, const SessionStats& stats) {
+  const ExpertCounters& e = stats.experts;
   const auto peak = engine.peak_device_bytes();
-  std::string text =
-      peak ? fmt::format(", device memory at its peak {:.1f} MiB", double(*peak) / 1048576) : "";
+  std::string text = peak
+                         ? fmt::format(
+                               ", device memory at its peak {:.1f} MiB, the decode waiting for the "
+                               "device {:.1f} ms",
+                               double(*peak) / 1048576, stats.decode_device_wait_ms)
+                         : "";
   if (e.host_arena_hits + e.host_arena_misses > 0)
     text += fmt::format(" | host arena: {} reads served from host memory, {} from the file",
                         e.host_arena_hits, e.host_arena_misses);
@@ -49,7 +54,7 @@ void print_generation_summary(const Session& session, int64_t prompt_tokens,
           100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
           double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
           run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0,
-          double(Engine::peak_rss_bytes()) / kMiB, device_text(session.engine(), e))
+          double(Engine::peak_rss_bytes()) / kMiB, device_text(session.engine(), stats))
           .c_str());
 }
 

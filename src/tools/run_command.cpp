@@ -38,6 +38,7 @@ Status write_stats(const std::string& path, const Session& session, uint64_t see
                      {"tokens", step.tokens},
                      {"ms", step.ms},
                      {"compute_ms", step.ms - step.experts.host_wait_ms},
+                     {"device_wait_ms", step.device_wait_ms},
                      {"experts", expert_counters_json(step.experts)}});
   nlohmann::json json = {
       {"model", session.engine().describe()},
@@ -51,6 +52,9 @@ Status write_stats(const std::string& path, const Session& session, uint64_t see
       {"decode_tokens", stats.decode_tokens},
       {"decode_ms", stats.decode_ms},
       {"decode_compute_ms", stats.decode_ms - stats.decode_experts().host_wait_ms},
+      // Of decode_ms, blocked on a device's queued work (a GPU's computing, and its waits for
+      // expert copies, beside the host's own time).
+      {"decode_device_wait_ms", stats.decode_device_wait_ms},
       {"decode_tokens_per_s", stats.decode_tokens_per_s()},
       {"experts", expert_counters_json(stats.experts)},
       {"peak_rss_bytes", Engine::peak_rss_bytes()},

@@ -1,0 +1,32 @@
+#!/bin/bash
+# The VRAM arena's decode with copies from the host tier queued back to back (the kernels that
+# read a slot wait for its copy on the device) and the read-ahead's ranking read back with the
+# routes, against the binary before them, on the 30B-A3B shape (Q4_0): 128 tokens after a
+# 139-token prompt with --stats, every expert in VRAM and arenas of 100, 50 and 25 %, three
+# rounds, binaries alternating. Binaries and libraries come in .device-carry (bin.tar.xz:
+# strata-a, the binary before; strata-b, the new one; lib.tar.xz); records go to /tmp/res/async,
+# packed into $OUT/results.tar after every step.
+set -u
+R=$PWD
+mkdir -p /work && ln -sfn "$R" /work/main
+tar xJf .device-carry/bin.tar.xz -C "$R"
+tar xJf .device-carry/lib.tar.xz -C .device-carry
+export LD_LIBRARY_PATH=$R/.device-carry/lib:${LD_LIBRARY_PATH:-}
+W=/tmp/res/async
+mkdir -p $W
+pack() { tar cf $OUT/results.tar -C /tmp/res .; }
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $W/gpu.txt 2>&1
+M=/tmp/m30.gguf
+[ -f $M ] || ( time $R/strata-b make-model --preset 30b-a3b --type q4_0 --stats-tokens 0 -o $M ) > $W/make.txt 2>&1
+ls -la $M >> $W/make.txt; pack
+P="The history of the expert arena begins with a simple observation about mixture of experts models: each token touches only a few experts, so"
+for rep in 1 2 3; do
+  for bin in a b; do
+    for a in "" "--arena 100%" "--arena 50%" "--arena 25%"; do
+      tag=$(echo "$bin r$rep $a" | tr -c 'a-zA-Z0-9\n' '_')
+      echo "== $bin rep $rep '${a:-resident}'" >> $W/speed.txt
+      timeout 90 $R/strata-$bin run -m $M --device cuda -p "$P" -n 128 --temp 0 $a --stats $W/$tag.json --force > /dev/null 2>> $W/speed.txt
+    done
+    pack
+  done
+done
