@@ -237,17 +237,18 @@ TEST(GpuVsCpu, BundledModelMeanKldIsBelowTheBar) {
 // The device arena's two tiers in one process, so that the CUDA emulation runs them too: experts
 // copied from host memory (an arena share) or, under --mem, read from the file through staging
 // buffers (the whole arena, or a share of it) give the logits of every expert in device memory,
-// to the bit (exact routing).
+// to the bit (exact routing); fed one token at a time, so that each layer's ops up to its routes
+// are recorded and replayed, too.
 TEST(GpuArena, HostAndDiskTiersEqualEveryExpertInDeviceMemory) {
   SKIP_WITHOUT_GPU();
   std::vector<int32_t> tokens = golden::sequence_ids("trained", "dev_code");
   tokens.resize(std::min<size_t>(tokens.size(), 24));
-  auto logits = [&](uint64_t memory_budget, double arena_share, int io_threads) {
+  auto logits = [&](uint64_t memory_budget, double arena_share, int io_threads, int chunk = 5) {
     SessionOptions options;
     options.model_path = kBundled;
     options.device = "cuda";
     options.n_ctx = 64;
-    options.prefill_chunk = 5;
+    options.prefill_chunk = chunk;
     options.memory_budget = memory_budget;
     options.arena_share = arena_share;
     options.io_threads = io_threads;
@@ -275,6 +276,8 @@ TEST(GpuArena, HostAndDiskTiersEqualEveryExpertInDeviceMemory) {
   EXPECT_TRUE(bit_identical(reference, logits(0, 0.25, 2))) << "host tier, 25 % arena";
   EXPECT_TRUE(bit_identical(reference, logits(2 * kGiB, 0, 3))) << "disk tier, every unit";
   EXPECT_TRUE(bit_identical(reference, logits(2 * kGiB, 0.25, 1))) << "disk tier, 25 % arena";
+  EXPECT_TRUE(bit_identical(logits(0, 0, 2, 1), logits(0, 0.25, 2, 1)))
+      << "host tier, 25 % arena, one token at a time";
 }
 
 TEST(GpuCli, WithoutADeviceCudaIsRefusedInOneLine) {

@@ -187,6 +187,16 @@ class Backend {
   // such steps launch the recording, with the step's token and position, in their place. The
   // results are the same bits.
   virtual void begin_repeatable_step(const KvCache& cache) { (void)cache; }
+  // Called before attention() of `layer` in a one-token step whose routes come back to the host
+  // (an expert arena, read-ahead) and whose ops from there to route() are the same at every call
+  // for this layer and cache: attention, the FFN norm, the read-ahead's norm and the route with
+  // its ranking, no cache-aware routing, nothing read back before the routes. A backend may
+  // record those ops once (a CUDA graph a layer) and at later such calls launch the recording,
+  // with the step's position, at route() in their place. The results are the same bits.
+  virtual void begin_repeatable_layer(const KvCache& cache, int layer) {
+    (void)cache;
+    (void)layer;
+  }
   // moe_out += down(silu(gate · x) ⊙ up · x) [· sigmoid(gate_input · x)].
   virtual void shared_expert(const SharedExpertWeights& weights, Activations x,
                              Activations moe_out) = 0;

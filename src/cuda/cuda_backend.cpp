@@ -371,21 +371,25 @@ void CudaBackend::route_on_device(const Matrix& router, Activations x, const Rou
 RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteRequest& request) {
   const size_t count = size_t(x.n_rows * request.k);
   const size_t ranked = size_t(request.lookahead.n_rows * request.lookahead_count);
-  if (failure_.ok()) {
+  if (failure_.ok() && !replaying()) {
     route_on_device(router, x, request, scratch_.route_out.as<int32_t>());
     if (ranked > 0)
       queue_ranking(*request.lookahead_router, request.lookahead, request.lookahead_count);
+    // Into page-locked memory, both read back in one wait: the ranking after the routes.
+    int32_t* readback = scratch_.route_readback.as<int32_t>();
     if (failure_.ok())
-      ok(cudaMemcpyAsync(scratch_.route_readback.data(), scratch_.route_out.data(), 2 * count * 4,
-                         cudaMemcpyDeviceToHost, stream_),
+      ok(cudaMemcpyAsync(readback, scratch_.route_out.data(), 2 * count * 4, cudaMemcpyDeviceToHost,
+                         stream_),
          "copying routes to the host");
-    // One wait for both: the ranking's copy into pageable memory returns after the routes'.
-    if (ranked > 0) {
-      download(scratch_.ranked, ranked, ranked_, "copying rankings to the host");
-    } else if (failure_.ok()) {
-      const WaitClock clock(device_wait_ms_);
-      ok(cudaStreamSynchronize(stream_), "routing");
-    }
+    if (failure_.ok() && ranked > 0)
+      ok(cudaMemcpyAsync(readback + 2 * count, scratch_.ranked.data(), ranked * 4,
+                         cudaMemcpyDeviceToHost, stream_),
+         "copying rankings to the host");
+  }
+  if (repeatable_layer_ >= 0) launch_recorded_layer();
+  if (failure_.ok()) {
+    const WaitClock clock(device_wait_ms_);
+    ok(cudaStreamSynchronize(stream_), "routing");
   }
   if (!failure_.ok()) {
     RouteResult meaningless = meaningless_route(count);
@@ -396,7 +400,7 @@ RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteR
   const int32_t* picks = scratch_.route_readback.as<int32_t>();
   return {{picks, count},
           {reinterpret_cast<const float*>(picks + count), count},
-          {ranked_.data(), ranked}};
+          {picks + 2 * count, ranked}};
 }
 
 RouteResult CudaBackend::meaningless_route(size_t count) {

@@ -72,6 +72,7 @@ class CudaBackend final : public Backend {
                                  Activations moe_out) override;
   RouteResult routed_in_place(int layer) override;
   void begin_repeatable_step(const KvCache& cache) override;
+  void begin_repeatable_layer(const KvCache& cache, int layer) override;
   void shared_expert(const SharedExpertWeights& weights, Activations x,
                      Activations moe_out) override;
   void add(Activations x, Activations y) override;
@@ -99,13 +100,27 @@ class CudaBackend final : public Backend {
     int64_t position_slot = -1;
     cudaGraphExec_t graph = nullptr;
   };
+  // The recorded layers (begin_repeatable_layer): for one cache and one allocation of the
+  // scratch, a recording of each layer's ops up to its routes' copy to the host.
+  struct RecordedLayers {
+    uint64_t cache_id = 0;
+    int64_t allocated_tokens = 0;
+    std::vector<cudaGraphExec_t> graphs;  // [layer]; null: not recorded yet
+  };
   bool replaying() const { return step_mode_ == StepMode::kReplay; }
   // *result = pos0 when the stream gets there: a slot of the positions ring.
   const int64_t* device_position(int64_t pos0);
   // Ends a recording and launches it, or launches the recording replayed.
   void launch_recorded_step();
   void forget_recorded_step();
-  // The recording, and which step was last run unrecorded.
+  // At route() of a repeatable layer: ends its recording and launches it, or launches the
+  // recording replayed.
+  void launch_recorded_layer();
+  void forget_recorded_layers();
+  // Every converted set as holding nothing: around a recorded layer, whose replay converts
+  // without the host's knowing which sets it writes.
+  void forget_conversions();
+  // The recordings, and which step was last run unrecorded.
   void forget_steps();
 
   // Adds the time from its making to its end to device_wait_ms_: around a call that returns
@@ -178,6 +193,8 @@ class CudaBackend final : public Backend {
   bool routed_layers_in_place_ = false;  // since the last logits()
   StepMode step_mode_ = StepMode::kLaunch;
   RecordedStep recorded_;
+  RecordedLayers recorded_layers_;
+  int repeatable_layer_ = -1;  // the layer whose ops are being recorded or replayed
   // The last repeatable step run without a recording: the next one for the same cache and
   // scratch is recorded (the first wrote what a recording must not: the expert tables).
   uint64_t unrecorded_cache_id_ = 0;

@@ -100,7 +100,7 @@ void CudaScratch::visit(const ModelShape& m, int64_t tokens, Visitor&& visitor) 
   visitor(device_routes, uint64_t(m.n_layer) * 2 * in_place * 4, "routing");
   visitor(expert_tables, tokens > 0 ? uint64_t(m.n_layer) * 3 * n_expert * sizeof(void*) : 0,
           "routing");
-  visitor(positions, tokens > 0 ? kPositionSlots * sizeof(int64_t) : 0, "positions");
+  visitor(positions, tokens > 0 ? (kPositionSlots + 1) * sizeof(int64_t) : 0, "positions");
   for (ConvertedRows& set : general) visitor(set, T * std::max({E, q_dim, Fs}));
   visitor(gathered_gate, T * E);
   visitor(gathered_up, T * E);
@@ -112,17 +112,20 @@ Status CudaScratch::allocate(const ModelShape& model, int64_t tokens) {
   Allocator allocator;
   visit(model, tokens, allocator);
   STRATA_RETURN_IF_ERROR(allocator.status);
+  // The picks and weights, then the read-ahead's ranking (at most every expert of each row).
   STRATA_ASSIGN_OR_RETURN(
       route_readback,
-      PinnedBuffer::allocate(size_t(2 * tokens * model.n_expert_used * 4), "routing results"));
+      PinnedBuffer::allocate(size_t(tokens * (2 * model.n_expert_used + model.n_expert) * 4),
+                             "routing results"));
   const size_t in_place = size_t(tokens_routed_in_place(tokens) * model.n_expert_used);
   STRATA_ASSIGN_OR_RETURN(
       routes_in_place,
       PinnedBuffer::allocate(size_t(model.n_layer) * 2 * in_place * 4, "routing results"));
   STRATA_ASSIGN_OR_RETURN(token_staging,
                           PinnedBuffer::allocate(size_t(tokens) * sizeof(int32_t), "token ids"));
-  STRATA_ASSIGN_OR_RETURN(position_staging,
-                          PinnedBuffer::allocate(kPositionSlots * sizeof(int64_t), "positions"));
+  STRATA_ASSIGN_OR_RETURN(
+      position_staging,
+      PinnedBuffer::allocate((kPositionSlots + 1) * sizeof(int64_t), "positions"));
   STRATA_ASSIGN_OR_RETURN(logits_readback,
                           PinnedBuffer::allocate(size_t(model.n_vocab) * sizeof(float), "logits"));
   expert_tables_written.assign(size_t(model.n_layer), 0);

@@ -69,9 +69,9 @@ struct CudaScratch {
   PinnedBuffer route_readback, routes_in_place;
   // What a step reads from the host, copied from page-locked memory so that a recorded step
   // (a CUDA graph) reads the values of each replay: the token ids [tokens], and the positions
-  // attention reads, a ring of kPositionSlots taken a distinct position at a time
-  // (position_staging, copied to positions). A single row of logits comes back to
-  // logits_readback [n_vocab].
+  // attention reads, a ring of kPositionSlots taken a distinct position at a time and one slot
+  // after it for the recorded layers (position_staging, copied to positions). A single row of
+  // logits comes back to logits_readback [n_vocab].
   static constexpr int64_t kPositionSlots = 1024;
   DeviceBuffer positions;
   PinnedBuffer token_staging, position_staging, logits_readback;

@@ -58,9 +58,15 @@ Status Transformer::forward(std::span<const int32_t> tokens, int64_t pos0, KvCac
   const ModelWeights& weights = model_->weights();
   BatchActivations& batch = backend_.begin_batch(n);
   layers_routed_in_place_.clear();
-  if (n == 1 && !all_logits && routes_in_place(n)) backend_.begin_repeatable_step(cache);
+  const bool in_place = routes_in_place(n);
+  if (n == 1 && !all_logits && in_place) backend_.begin_repeatable_step(cache);
+  // Cache-aware routing sends residency, and a router-input observer reads x back, between the
+  // attention and the route.
+  const bool repeatable_layers =
+      n == 1 && !in_place && routing_.moce_bonus == 0.0f && !router_input_observer_;
   backend_.embed(weights.token_embedding, tokens, batch.hidden);
   for (int layer = 0; layer < int(config_.n_layer); ++layer) {
+    if (repeatable_layers) backend_.begin_repeatable_layer(cache, layer);
     backend_.attention(weights.layers[size_t(layer)].attention, layer, pos0, cache, batch.hidden);
     STRATA_RETURN_IF_ERROR(moe_block(layer, batch, n > 1));
   }

@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""Medians over the rounds of each binary and setting in async/ and heap/: decode tok/s, ms per
-decoded token, of it waiting for the device (decode_device_wait_ms) and for expert copies
-(host_wait_ms), and MB copied per decoded token.
+"""Medians over the rounds of each binary and setting in the folders of `run --stats` records
+given (default: async/ and heap/ beside this file): decode tok/s, ms per decoded token, of it
+waiting for the device (decode_device_wait_ms) and for expert copies (host_wait_ms), and MB
+copied per decoded token.
 
-    python3 summarize.py
+    python3 summarize.py [FOLDER...]
 """
 import glob
 import json
 import os
 import re
 import statistics
+import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-for folder in ("async", "heap"):
+for folder in sys.argv[1:] or [os.path.join(here, "async"), os.path.join(here, "heap")]:
     rows = {}
-    for path in sorted(glob.glob(os.path.join(here, folder, "*.json"))):
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         run = json.load(open(path))
         decode = [s for s in run["steps"] if s["phase"] == "decode"]
         n = run["decode_tokens"]
