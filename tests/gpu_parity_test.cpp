@@ -387,7 +387,7 @@ TEST(GpuCli, StatsSayHowLongTheHostWaitedForTheDevice) {
 }
 
 // bench bounds a device arena fed from host memory by the bus it copies over, probed around
-// every run, not by the disk it does not read.
+// every run, not by the disk it does not read (and does not probe).
 TEST(GpuCli, BenchBoundsADeviceArenaByTheBus) {
   SKIP_WITHOUT_GPU();
   const fs::path record = testing::scratch() / "gpu-bench.json";
@@ -401,6 +401,7 @@ TEST(GpuCli, BenchBoundsADeviceArenaByTheBus) {
   const double bus = result.at("bus_copy_gb_s").at("median").get<double>();
   EXPECT_GT(bus, 4.0);
   EXPECT_LT(bus, result.at("memory_read_gb_s").at("median").get<double>());
+  EXPECT_EQ(result.at("disk_read_mb_s").at("median").get<double>(), 0.0);
   // Every decoded token waits for its logits to come back from the device.
   const double wait = result.at("decode_device_wait_ms_per_token").at("median");
   EXPECT_GT(wait, 0.0);

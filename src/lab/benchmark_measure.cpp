@@ -202,13 +202,15 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
   const bool misses_cross_the_bus = v.options.arena_share > 0 && v.options.memory_budget == 0;
   const std::optional<double> bus_bandwidth =
       misses_cross_the_bus ? v.session->engine().measure_host_to_device_bandwidth() : std::nullopt;
+  // Such an arena reads no disk while it runs: the disk is not probed.
+  const bool reads_the_disk = v.reader && !bus_bandwidth;
   double disk_before = 0, disk_after = 0, unit_before = 0, unit_after = 0;
-  if (v.reader) {
+  if (reads_the_disk) {
     STRATA_ASSIGN_OR_RETURN(disk_before, probe_disk(v));
     STRATA_ASSIGN_OR_RETURN(unit_before, probe_unit_reads(v));
   }
   STRATA_ASSIGN_OR_RETURN(BenchmarkRun run, run_once(*v.session, prompt, options.generated_tokens));
-  if (v.reader) {
+  if (reads_the_disk) {
     STRATA_ASSIGN_OR_RETURN(unit_after, probe_unit_reads(v));
     STRATA_ASSIGN_OR_RETURN(disk_after, probe_disk(v));
   }
