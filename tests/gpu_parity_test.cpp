@@ -280,6 +280,34 @@ TEST(GpuArena, HostAndDiskTiersEqualEveryExpertInDeviceMemory) {
       << "host tier, 25 % arena, one token at a time";
 }
 
+// A model with a shared expert and attention biases (qwen2moe) through the host tier one token at
+// a time: its recorded layers, the shared expert after them, give the logits of every expert in
+// device memory, to the bit.
+TEST(GpuArena, RecordedLayersOfASharedExpertModelEqualEveryExpertInDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  std::vector<int32_t> tokens = synthetic_sequence("seq64_rand");
+  tokens.resize(std::min<size_t>(tokens.size(), 24));
+  auto logits = [&](double arena_share) {
+    SessionOptions options;
+    options.model_path = (golden::root() / "synthetic/models/tiny-qwen2moe-q8_0.gguf").string();
+    options.device = "cuda";
+    options.n_ctx = 64;
+    options.prefill_chunk = 1;
+    options.arena_share = arena_share;
+    std::vector<float> out;
+    auto session = Session::open(options);
+    EXPECT_TRUE(session.ok()) << session.status().message();
+    if (session.ok()) {
+      const Status fed = session.value()->feed_teacher_forced(tokens, out);
+      EXPECT_TRUE(fed.ok()) << fed.message();
+    }
+    return out;
+  };
+  const std::vector<float> reference = logits(0);
+  ASSERT_FALSE(reference.empty());
+  EXPECT_TRUE(bit_identical(reference, logits(0.5)));
+}
+
 TEST(GpuCli, WithoutADeviceCudaIsRefusedInOneLine) {
   if (has_gpu()) GTEST_SKIP() << "a CUDA device is present";
   const auto outcome = testing::strata("run -m " + kBundled + " -p hi -n 2 --device cuda");

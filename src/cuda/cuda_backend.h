@@ -117,8 +117,9 @@ class CudaBackend final : public Backend {
   // recording replayed.
   void launch_recorded_layer();
   void forget_recorded_layers();
-  // Every converted set as holding nothing: around a recorded layer, whose replay converts
-  // without the host's knowing which sets it writes.
+  // Every converted set as holding nothing: after a recorded layer, whose replay converts
+  // without the host's knowing which sets it writes, and writes buffers whose conversions the
+  // host may hold from before.
   void forget_conversions();
   // The recordings, and which step was last run unrecorded.
   void forget_steps();

@@ -16,7 +16,8 @@
 // are recorded the first time (begin_repeatable_layer) and replayed after that, one launch at
 // route() instead of a dozen; the experts, whose slots change from token to token, are launched
 // as always. The position is the step's, in a slot of its own. The host does not know which
-// converted sets a replay writes, so none is taken as holding anything across a recorded layer.
+// converted sets a replay writes, so none is taken as holding anything after a recorded layer
+// (every buffer the layer converts it writes first, so its recording needs none from before).
 #include "cuda/cuda_backend.h"
 
 namespace strata::cuda {
@@ -54,7 +55,6 @@ void CudaBackend::begin_repeatable_layer(const KvCache& cache, int layer) {
     recorded_layers_.allocated_tokens = allocated_tokens_;
     recorded_layers_.graphs.assign(size_t(shape_.n_layer), nullptr);
   }
-  forget_conversions();
   repeatable_layer_ = layer;
   if (recorded_layers_.graphs[size_t(layer)]) {
     step_mode_ = StepMode::kReplay;
