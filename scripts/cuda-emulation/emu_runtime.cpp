@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "cuda_runtime_api.h"
@@ -223,12 +225,32 @@ cudaError_t cudaFreeHost(void* p) {
   std::free(p);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind) {
+// Host memory registered with cudaHostRegister, by first byte. As the runtime does (it looks the
+// host side up by its first byte), a copy that starts in registered memory and runs past its end
+// is refused.
+static std::mutex g_registered_mutex;
+static std::map<uintptr_t, size_t> g_registered;
+static bool partly_registered(const void* host, size_t bytes) {
+  const uintptr_t begin = uintptr_t(host), end = begin + bytes;
+  std::lock_guard lock(g_registered_mutex);
+  auto after = g_registered.upper_bound(begin);
+  if (after == g_registered.begin()) return false;
+  const auto& [first, size] = *std::prev(after);
+  return begin < first + size && end > first + size;
+}
+static bool copy_refused(const void* to, const void* from, size_t bytes, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyHostToDevice) return partly_registered(from, bytes);
+  if (kind == cudaMemcpyDeviceToHost) return partly_registered(to, bytes);
+  return false;
+}
+cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind kind) {
+  if (copy_refused(to, from, bytes, kind)) return cudaErrorInvalidValue;
   std::memmove(to, from, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind,
+cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t) {
+  if (copy_refused(to, from, bytes, kind)) return cudaErrorInvalidValue;
   if (strata_emu::g_recording) {
     strata_emu::g_recording->push_back([=] { std::memmove(to, from, bytes); });
     return cudaSuccess;
@@ -296,8 +318,16 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
 }
 // Every operation has finished when its call returns, so waiting and pinning have nothing to do.
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
-cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
-cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
+cudaError_t cudaHostRegister(void* host, size_t bytes, unsigned) {
+  std::lock_guard lock(g_registered_mutex);
+  g_registered[uintptr_t(host)] = bytes;
+  return cudaSuccess;
+}
+cudaError_t cudaHostUnregister(void* host) {
+  std::lock_guard lock(g_registered_mutex);
+  g_registered.erase(uintptr_t(host));
+  return cudaSuccess;
+}
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;

@@ -332,7 +332,9 @@ std::string device_arena_description(const ExpertArena& arena, const ModelConfig
 
 // An expert arena in the backend's own memory (a GPU's): every expert in host memory as the
 // resident engine holds it (the host tier), copied into the arena's slots as routed to and
-// read ahead, on the store's I/O threads. The dense weights go to the device (place_weights).
+// read ahead, on the store's I/O threads. The dense weights go to the device here, before the
+// host tier is page-locked: the span it locks holds dense tensors too, and a copy from host
+// memory that is page-locked only in part is refused (cudaMemcpy: invalid argument).
 Status load_host_tier(const SessionOptions& options, Backend& backend,
                       std::shared_ptr<const gguf::GgufFile> file, LoadedSession& session) {
   STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
@@ -341,6 +343,7 @@ Status load_host_tier(const SessionOptions& options, Backend& backend,
   const ExpertLayout& experts = session.model->weights().experts;
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
                           HostTierReader::create(experts, file->name(), file->file_size()));
+  STRATA_RETURN_IF_ERROR(place_weights(*session.model, backend, PlacedExperts::kNone));
   bool pinned = false;
   STRATA_ASSIGN_OR_RETURN(
       auto store,
@@ -479,8 +482,10 @@ Result<LoadedSession> load_session(const SessionOptions& options, Backend& backe
   } else {
     STRATA_RETURN_IF_ERROR(load_resident(options, file, session));
   }
-  STRATA_RETURN_IF_ERROR(place_weights(
-      *session.model, backend, device_arena ? PlacedExperts::kNone : PlacedExperts::kResident));
+  // The host tier placed its dense weights itself (load_host_tier).
+  if (!device_arena || options.memory_budget > 0)
+    STRATA_RETURN_IF_ERROR(place_weights(
+        *session.model, backend, device_arena ? PlacedExperts::kNone : PlacedExperts::kResident));
   if (session.tokenizer->token_count() > session.model->config().n_vocab)
     return Status::errorf("{}: the tokenizer has {} tokens but the embedding only {}", file->name(),
                           session.tokenizer->token_count(), session.model->config().n_vocab);
