@@ -234,6 +234,27 @@ TEST(GpuVsCpu, BundledModelMeanKldIsBelowTheBar) {
   }
 }
 
+// The logits of `tokens` teacher-forced through a CUDA session with an arena of `options`
+// (device, context and batches set here), and its engine's expert counters.
+struct ArenaRun {
+  std::vector<float> logits;
+  ExpertCounters counters;
+};
+ArenaRun arena_run(SessionOptions options, std::span<const int32_t> tokens, int64_t chunk) {
+  options.device = "cuda";
+  options.n_ctx = 64;
+  options.prefill_chunk = chunk;
+  ArenaRun run;
+  auto session = Session::open(options);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (session.ok()) {
+    const Status fed = session.value()->feed_teacher_forced(tokens, run.logits);
+    EXPECT_TRUE(fed.ok()) << fed.message();
+    run.counters = session.value()->engine().expert_counters();
+  }
+  return run;
+}
+
 // The device arena's two tiers in one process, so that the CUDA emulation runs them too: experts
 // copied from host memory (an arena share) or, under --mem, read from the file through staging
 // buffers (the whole arena, or a share of it) give the logits of every expert in device memory,
@@ -246,29 +267,19 @@ TEST(GpuArena, HostAndDiskTiersEqualEveryExpertInDeviceMemory) {
   auto logits = [&](uint64_t memory_budget, double arena_share, int io_threads, int chunk = 5) {
     SessionOptions options;
     options.model_path = kBundled;
-    options.device = "cuda";
-    options.n_ctx = 64;
-    options.prefill_chunk = chunk;
     options.memory_budget = memory_budget;
     options.arena_share = arena_share;
     options.io_threads = io_threads;
-    std::vector<float> out;
-    auto session = Session::open(options);
-    EXPECT_TRUE(session.ok()) << session.status().message();
-    if (session.ok()) {
-      const Status fed = session.value()->feed_teacher_forced(tokens, out);
-      EXPECT_TRUE(fed.ok()) << fed.message();
-      // Under --mem the host arena's reads are counted: the first of each from the file, and
-      // with a quarter of the units on the device, re-reads served from host memory.
-      const ExpertCounters counters = session.value()->engine().expert_counters();
-      if (memory_budget > 0) {
-        EXPECT_GT(counters.host_arena_misses, 0u);
-      }
-      if (memory_budget > 0 && arena_share > 0) {
-        EXPECT_GT(counters.host_arena_hits, 0u);
-      }
+    const ArenaRun run = arena_run(options, tokens, chunk);
+    // Under --mem the host arena's reads are counted: the first of each from the file, and
+    // with a quarter of the units on the device, re-reads served from host memory.
+    if (memory_budget > 0) {
+      EXPECT_GT(run.counters.host_arena_misses, 0u);
     }
-    return out;
+    if (memory_budget > 0 && arena_share > 0) {
+      EXPECT_GT(run.counters.host_arena_hits, 0u);
+    }
+    return run.logits;
   };
   const std::vector<float> reference = logits(0, 0, 2);
   ASSERT_EQ(reference.size(), tokens.size() * size_t(16384));
@@ -290,18 +301,8 @@ TEST(GpuArena, RecordedLayersOfASharedExpertModelEqualEveryExpertInDeviceMemory)
   auto logits = [&](double arena_share) {
     SessionOptions options;
     options.model_path = (golden::root() / "synthetic/models/tiny-qwen2moe-q8_0.gguf").string();
-    options.device = "cuda";
-    options.n_ctx = 64;
-    options.prefill_chunk = 1;
     options.arena_share = arena_share;
-    std::vector<float> out;
-    auto session = Session::open(options);
-    EXPECT_TRUE(session.ok()) << session.status().message();
-    if (session.ok()) {
-      const Status fed = session.value()->feed_teacher_forced(tokens, out);
-      EXPECT_TRUE(fed.ok()) << fed.message();
-    }
-    return out;
+    return arena_run(options, tokens, 1).logits;
   };
   const std::vector<float> reference = logits(0);
   ASSERT_FALSE(reference.empty());
