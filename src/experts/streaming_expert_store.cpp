@@ -340,9 +340,10 @@ void StreamingExpertStore::end_layer(int layer) {
   released_slots_.clear();
   for (const Need& need : needs_) {
     if (need.slot < 0) continue;
-    slot(c, need.slot).pinned = false;
-    // A pass that failed midway may not have released what it claimed.
-    if (need.claimed) released_slots_.push_back(need.slot);
+    // A pass that failed midway may not have released what it claimed: still pinned.
+    Slot& s = slot(c, need.slot);
+    if (need.claimed && s.pinned) released_slots_.push_back(need.slot);
+    s.pinned = false;
   }
   if (!released_slots_.empty()) arena_->memory().released(c, released_slots_);
   needs_.clear();
