@@ -309,6 +309,37 @@ TEST(GpuArena, RecordedLayersOfASharedExpertModelEqualEveryExpertInDeviceMemory)
   EXPECT_TRUE(bit_identical(reference, logits(0.5)));
 }
 
+// Misses the CPU computes from host memory instead of copying them (--cpu-experts) are the
+// device's bits for formats whose CUDA kernels repeat the CPU's float order: Q4_0 in row groups
+// (the bundled model) and Q8_0 with a shared expert (qwen2moe), one token at a time (decode
+// layers, whose misses the CPU may take), with a cap or by the measured rates.
+TEST(GpuArena, MissesTheCpuComputesEqualEveryExpertInDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string model :
+       {std::string(kBundled),
+        (golden::root() / "synthetic/models/tiny-qwen2moe-q8_0.gguf").string()}) {
+    std::vector<int32_t> tokens = model == kBundled ? golden::sequence_ids("trained", "dev_code")
+                                                    : synthetic_sequence("seq64_rand");
+    tokens.resize(std::min<size_t>(tokens.size(), 24));
+    auto run = [&](double arena_share, int cpu_experts) {
+      SessionOptions options;
+      options.model_path = model;
+      options.arena_share = arena_share;
+      options.cpu_experts = cpu_experts;
+      return arena_run(options, tokens, 1);
+    };
+    const std::vector<float> reference = run(0, 0).logits;
+    ASSERT_FALSE(reference.empty());
+    for (const int cpu_experts : {1, 8, SessionOptions::kCpuExpertsAuto}) {
+      const ArenaRun r = run(0.25, cpu_experts);
+      EXPECT_TRUE(bit_identical(reference, r.logits)) << model << ", --cpu-experts " << cpu_experts;
+      if (cpu_experts > 0) {
+        EXPECT_GT(r.counters.misses_on_host, 0u) << model;
+      }
+    }
+  }
+}
+
 TEST(GpuCli, WithoutADeviceCudaIsRefusedInOneLine) {
   if (has_gpu()) GTEST_SKIP() << "a CUDA device is present";
   const auto outcome = testing::strata("run -m " + kBundled + " -p hi -n 2 --device cuda");

@@ -188,10 +188,12 @@ Result<TierSource> open_tier(const std::string& path, Tier tier, double host_are
 
 // Decodes `tokens` in batches of `chunk` with the experts in an arena of `arena_share` of them,
 // fed by `io_threads` copy threads from `tier`. `failing`: a tensor whose copies (host tier) or
-// reads (disk tier) fail.
+// reads (disk tier) fail. `cpu_experts`: up to that many misses of a decode layer computed by a
+// second CPU backend from the host tier instead of copied (--cpu-experts N).
 Result<HostTierRun> run_tier(Tier tier, const std::string& path, const std::vector<int32_t>& tokens,
                              double arena_share, int io_threads, int64_t chunk,
-                             const std::string& failing = "", double host_arena_share = 0) {
+                             const std::string& failing = "", double host_arena_share = 0,
+                             int cpu_experts = 0) {
   STRATA_ASSIGN_OR_RETURN(TierSource source, open_tier(path, tier, host_arena_share));
   const Model& model = *source.model;
   const ExpertLayout& layout = model.weights().experts;
@@ -204,6 +206,7 @@ Result<HostTierRun> run_tier(Tier tier, const std::string& path, const std::vect
   options.io_threads = io_threads;
   options.backend = IoBackend::kPread;
   options.reads_in_compute_order = true;
+  options.misses_on_host.max_per_layer = cpu_experts;
   FakeDeviceSlotMemory* memory = nullptr;
   STRATA_ASSIGN_OR_RETURN(
       auto store,
@@ -234,6 +237,11 @@ Result<HostTierRun> run_tier(Tier tier, const std::string& path, const std::vect
                           make_cpu_backend(model.config(), model.weight_formats(), 2));
   Transformer transformer(source.model, *store, *backend);
   transformer.set_routing({.readahead = k, .readahead_layers = 1, .readahead_far = 2});
+  if (cpu_experts > 0) {
+    STRATA_ASSIGN_OR_RETURN(auto cpu, make_cpu_backend(model.config(), model.weight_formats(), 2));
+    STRATA_ASSIGN_OR_RETURN(auto host, HostExperts::create(std::move(cpu)));
+    transformer.set_host_experts(std::move(host));
+  }
   STRATA_ASSIGN_OR_RETURN(const auto cache, backend->make_kv_cache(int64_t(tokens.size())));
   HostTierRun run;
   std::vector<float> part;
@@ -298,6 +306,50 @@ TEST_P(DeviceTierDeterminism, ExactRoutingMatchesAllResidentBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DeviceTierDeterminism,
+                         ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
+                                           synthetic("tiny-qwen3moe-k256-q4_k_m")));
+
+// Misses of decode layers computed by a second CPU backend from the host tier (--cpu-experts N)
+// while the first computes the rest: their rows reach the first backend's mixture where the
+// device's own products would have been, so the logits are the all-resident run's bits, and those
+// units are never copied nor made resident.
+class DeviceTierCpuExperts : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceTierCpuExperts, MissesComputedByTheCpuMatchAllResidentBitForBit) {
+  const std::string path = GetParam();
+  const auto tokens = path == bundled_model() ? sequence("trained", "dev_code")
+                                              : sequence("synthetic", "seq64_rand");
+  ASSERT_FALSE(tokens.empty());
+  testing::ModelRunner resident(path, 2);
+  const auto reference = resident.logits(tokens, 16);
+  struct Setup {
+    double share;
+    int io_threads;
+    int64_t chunk;
+    int cpu_experts;
+  };
+  for (const Setup& s :
+       {Setup{0.0, 1, 1, 1}, Setup{0.25, 2, 1, 3}, Setup{0.25, 2, 7, 8}, Setup{0.5, 3, 1, 64}}) {
+    const auto copied = run_tier(Tier::kHost, path, tokens, s.share, s.io_threads, s.chunk);
+    const auto run =
+        run_tier(Tier::kHost, path, tokens, s.share, s.io_threads, s.chunk, "", 0, s.cpu_experts);
+    ASSERT_TRUE(copied.ok()) << copied.status().message();
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    const HostTierRun& r = run.value();
+    ASSERT_EQ(r.logits.size(), reference.size());
+    EXPECT_EQ(std::memcmp(r.logits.data(), reference.data(), reference.size() * sizeof(float)), 0)
+        << "arena " << s.share << ", batches of " << s.chunk << ", up to " << s.cpu_experts
+        << " a layer on the CPU";
+    EXPECT_GT(r.stats.misses_on_host, 0u);
+    EXPECT_LE(r.stats.misses_on_host, r.stats.misses);
+    EXPECT_EQ(copied.value().stats.misses_on_host, 0u);
+    // What the CPU computed was not copied.
+    EXPECT_LT(r.copies, copied.value().copies);
+    EXPECT_EQ(r.copies_into_held, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DeviceTierCpuExperts,
                          ::testing::Values(bundled_model(), synthetic("tiny-qwen2moe-q8_0"),
                                            synthetic("tiny-qwen3moe-k256-q4_k_m")));
 

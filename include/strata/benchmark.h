@@ -22,6 +22,10 @@ struct BenchmarkOptions {
   // Where each (model, memory setting) computes: "cpu", "cuda", "auto"; every device is a
   // variant of its own. Empty: session.device alone.
   std::vector<std::string> devices;
+  // Per (model, memory setting, device), how many of the misses of an arena in a device's memory
+  // the CPU computes (SessionOptions::cpu_experts): "auto", "off" or a count; every setting is a
+  // variant of its own. Empty: session.cpu_experts alone.
+  std::vector<std::string> cpu_experts;
   std::vector<int64_t> prompt_lengths = {128};
   int64_t generated_tokens = 32;
   int repetitions = 3;

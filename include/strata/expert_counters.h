@@ -13,6 +13,9 @@ struct ExpertCounters {
   // (hits), loaded by a read-ahead that finished in time (read-ahead hits) or was still in
   // flight (late), or read on demand (misses).
   uint64_t hits = 0, readahead_hits = 0, late_readaheads = 0, misses = 0;
+  // Of the misses, those a device's arena left in host memory for the host's CPU to compute
+  // (--cpu-experts): never copied.
+  uint64_t misses_on_host = 0;
   // Read-ahead reads started, and the predicted units never used and dropped.
   uint64_t readaheads_issued = 0, readaheads_wasted = 0;
   // bytes_read: every read, wasted read-aheads included. missed_bytes: the bytes of the claimed
@@ -38,7 +41,7 @@ struct ExpertCounters {
   bool operator==(const ExpertCounters&) const = default;
 };
 // A counter added above belongs in for_each_expert_counter too.
-static_assert(sizeof(ExpertCounters) == 12 * 8);
+static_assert(sizeof(ExpertCounters) == 13 * 8);
 
 // Calls f(name, member) for every counter, `member` a pointer to it: the one list of the
 // fields, which the arithmetic below and the JSON records (`expert_counters_json`) follow.
@@ -49,6 +52,7 @@ void for_each_expert_counter(F&& f) {
   f("readahead_hits", &ExpertCounters::readahead_hits);
   f("late_readaheads", &ExpertCounters::late_readaheads);
   f("misses", &ExpertCounters::misses);
+  f("misses_on_host", &ExpertCounters::misses_on_host);
   f("readaheads_issued", &ExpertCounters::readaheads_issued);
   f("readaheads_wasted", &ExpertCounters::readaheads_wasted);
   f("bytes_read", &ExpertCounters::bytes_read);

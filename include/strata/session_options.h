@@ -47,6 +47,12 @@ struct SessionOptions {
   // (model/next_expert_predictor.h).
   std::string next_expert_predictor_path;
   int io_threads = 2;
+  // Of a decode layer's experts missing from a device's arena fed from host memory, how many the
+  // host's CPU computes from there instead of their copies (`--cpu-experts`): 0 none, N at most
+  // N, kCpuExpertsAuto as many as finish sooner by the bus's and the CPU's rates measured at
+  // the start (for formats whose products on the CPU are the device's bits).
+  static constexpr int kCpuExpertsAuto = -1;
+  int cpu_experts = 0;
   // "auto": io_uring where the kernel allows it, else pread; or "pread", "uring".
   std::string io_backend = "auto";
   // Expert reads io_uring keeps running at once; 0: one for expert units of 1 MiB or more,
@@ -95,6 +101,8 @@ struct MemoryBudget {
 // "512M", "4G", "4GiB", "1.5G" (binary units), or "auto": 80 % of the memory this process can
 // still take (the machine's available memory, or less below a cgroup limit).
 Result<MemoryBudget> parse_memory_budget(std::string_view text);
+// --cpu-experts: "auto", "off" or a count of 1 or more, as SessionOptions::cpu_experts holds it.
+Result<int> parse_cpu_experts(std::string_view text);
 // "8M", "64M", ... for --readahead-budget; "0" for no limit.
 Result<uint64_t> parse_readahead_budget(std::string_view text);
 

@@ -76,6 +76,8 @@ struct RouteRequest {
   const Matrix* lookahead_router = nullptr;
   Activations lookahead;
   int lookahead_count = 0;
+  // x itself in host memory too, read back with the picks (experts the host computes).
+  bool input_to_host = false;
 };
 
 // Host memory, valid until the next route(); the ranking until the next rank_experts() too.
@@ -83,6 +85,7 @@ struct RouteResult {
   std::span<const int32_t> picks;   // [n_tokens][k], best first
   std::span<const float> weights;   // [n_tokens][k], the mixture weights of the picks
   std::span<const int32_t> ranked;  // [n_tokens][lookahead_count]: the request's ranking
+  std::span<const float> input;     // [n_tokens][width]: x, when the request asked for it
 };
 
 // One claimed expert in compute_experts: its three slices and its rows of the gathered input
@@ -150,6 +153,8 @@ class Backend {
   virtual std::span<const float> product_of_row(const Matrix& w, Activations x, int64_t row) = 0;
   // x in host memory, for observers.
   virtual std::span<const float> host_view(Activations x) = 0;
+  // x = `rows` (host memory, [x.n_rows][x.width]), which may change once the call returns.
+  virtual void load_rows(std::span<const float> rows, Activations x) = 0;
 
   // Routed experts, per layer: gather_expert_inputs once, compute_experts for each batch of
   // claimed experts (in any order: each writes only its own rows), then mix_experts.
@@ -160,6 +165,14 @@ class Backend {
   // down(silu(gate · x_r) ⊙ up · x_r) for each job's rows r, into those rows of the experts'
   // output.
   virtual void compute_experts(std::span<const ExpertJob> jobs) = 0;
+  // The experts' output rows of `jobs` (what compute_experts wrote for them), one job's rows
+  // after another, in host memory valid until the next call.
+  virtual std::span<const float> expert_outputs(std::span<const ExpertJob> jobs) = 0;
+  // The experts' output rows of `jobs` = `rows` (laid out as expert_outputs() gives them), for
+  // experts computed elsewhere (the host's CPU), as if compute_experts had written them. `rows`
+  // may change once the call returns.
+  virtual void write_expert_outputs(std::span<const ExpertJob> jobs,
+                                    std::span<const float> rows) = 0;
   // moe_out[t] = sum_i weights[t][i] · output row row_of_pick[t * k + i], in pick order.
   virtual void mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights,
                            int k, Activations moe_out) = 0;

@@ -158,6 +158,7 @@ RouteResult CpuBackend::route(const Matrix& router, Activations x, const RouteRe
   }
   RouteResult result{{scratch_.picks.data(), size_t(n * k)},
                      {scratch_.pick_weights.data(), size_t(n * k)}};
+  if (request.input_to_host) result.input = host_view(x);
   if (request.lookahead_count > 0)
     result.ranked =
         rank_experts(*request.lookahead_router, request.lookahead, request.lookahead_count);
@@ -184,6 +185,11 @@ std::span<const float> CpuBackend::product_of_row(const Matrix& w, Activations x
 
 std::span<const float> CpuBackend::host_view(Activations x) {
   return {x.data, size_t(x.n_rows * x.width)};
+}
+
+void CpuBackend::load_rows(std::span<const float> rows, Activations x) {
+  std::copy(rows.begin(), rows.end(), x.data);
+  invalidate_converted(x.data);
 }
 
 void CpuBackend::add(Activations x, Activations y) {

@@ -46,9 +46,12 @@ class CpuBackend final : public Backend {
   std::span<const int32_t> rank_experts(const Matrix& router, Activations x, int count) override;
   std::span<const float> product_of_row(const Matrix& w, Activations x, int64_t row) override;
   std::span<const float> host_view(Activations x) override;
+  void load_rows(std::span<const float> rows, Activations x) override;
   void gather_expert_inputs(Activations x, std::span<const int64_t> token_of_row,
                             QuantType gate_type, QuantType up_type, QuantType down_type) override;
   void compute_experts(std::span<const ExpertJob> jobs) override;
+  std::span<const float> expert_outputs(std::span<const ExpertJob> jobs) override;
+  void write_expert_outputs(std::span<const ExpertJob> jobs, std::span<const float> rows) override;
   void mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights, int k,
                    Activations moe_out) override;
   void shared_expert(const SharedExpertWeights& weights, Activations x,
@@ -85,6 +88,8 @@ class CpuBackend final : public Backend {
   CpuScratch scratch_;
   ScratchShape allocated_{.max_tokens = 0};  // what scratch_ holds now; 0 tokens: nothing
   BatchActivations batch_;
+  // expert_outputs()'s rows, sized by their first use (the experts a device leaves to the host).
+  std::vector<float> expert_rows_;
   const float* converted_source_ = nullptr;  // the buffer converted_ holds conversions of
   std::array<bool, 32> converted_valid_{};
 };

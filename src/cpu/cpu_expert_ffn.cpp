@@ -119,6 +119,26 @@ void CpuBackend::compute_experts(std::span<const ExpertJob> jobs) {
   run_matmuls(*pool_, products);
 }
 
+std::span<const float> CpuBackend::expert_outputs(std::span<const ExpertJob> jobs) {
+  const int64_t n_embd = shape_.n_embd;
+  expert_rows_.clear();
+  for (const ExpertJob& j : jobs) {
+    const float* first = scratch_.down_out.data() + j.first_row * n_embd;
+    expert_rows_.insert(expert_rows_.end(), first, first + j.n_rows * n_embd);
+  }
+  return expert_rows_;
+}
+
+void CpuBackend::write_expert_outputs(std::span<const ExpertJob> jobs,
+                                      std::span<const float> rows) {
+  const int64_t n_embd = shape_.n_embd;
+  const float* from = rows.data();
+  for (const ExpertJob& j : jobs) {
+    std::copy(from, from + j.n_rows * n_embd, scratch_.down_out.data() + j.first_row * n_embd);
+    from += j.n_rows * n_embd;
+  }
+}
+
 void CpuBackend::mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights,
                              int k, Activations moe_out) {
   const int64_t n_embd = moe_out.width;

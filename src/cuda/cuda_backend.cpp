@@ -57,6 +57,7 @@ CudaBackend::CudaBackend(const ModelShape& shape, int device, cudaDeviceProp pro
 
 CudaBackend::~CudaBackend() {
   forget_recorded_step();
+  if (expert_rows_copied_) cudaEventDestroy(expert_rows_copied_);
   scratch_.release();
   cudaStreamDestroy(stream_);
 }
@@ -385,6 +386,10 @@ RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteR
       ok(cudaMemcpyAsync(readback + 2 * count, scratch_.ranked.data(), ranked * 4,
                          cudaMemcpyDeviceToHost, stream_),
          "copying rankings to the host");
+    if (failure_.ok() && request.input_to_host)
+      ok(cudaMemcpyAsync(readback + 2 * count + ranked, x.data, size_t(x.n_rows * x.width) * 4,
+                         cudaMemcpyDeviceToHost, stream_),
+         "copying the experts' input to the host");
   }
   if (repeatable_layer_ >= 0) launch_recorded_layer();
   if (failure_.ok()) {
@@ -398,9 +403,13 @@ RouteResult CudaBackend::route(const Matrix& router, Activations x, const RouteR
     return meaningless;
   }
   const int32_t* picks = scratch_.route_readback.as<int32_t>();
-  return {{picks, count},
-          {reinterpret_cast<const float*>(picks + count), count},
-          {picks + 2 * count, ranked}};
+  RouteResult result{{picks, count},
+                     {reinterpret_cast<const float*>(picks + count), count},
+                     {picks + 2 * count, ranked}};
+  if (request.input_to_host)
+    result.input = {reinterpret_cast<const float*>(picks + 2 * count + ranked),
+                    size_t(x.n_rows * x.width)};
+  return result;
 }
 
 RouteResult CudaBackend::meaningless_route(size_t count) {
@@ -451,6 +460,14 @@ std::span<const float> CudaBackend::host_view(Activations x) {
                        cudaMemcpyDeviceToHost, stream_),
        "copying activations to the host");
   return host_view_;
+}
+
+void CudaBackend::load_rows(std::span<const float> rows, Activations x) {
+  STRATA_CHECK(step_mode_ == StepMode::kLaunch);
+  if (!failure_.ok()) return;
+  ok(cudaMemcpyAsync(x.data, rows.data(), rows.size_bytes(), cudaMemcpyHostToDevice, stream_),
+     "copying activations to the device");
+  written(x.data);
 }
 
 void CudaBackend::add(Activations x, Activations y) {

@@ -60,9 +60,12 @@ class CudaBackend final : public Backend {
   std::span<const int32_t> rank_experts(const Matrix& router, Activations x, int count) override;
   std::span<const float> product_of_row(const Matrix& w, Activations x, int64_t row) override;
   std::span<const float> host_view(Activations x) override;
+  void load_rows(std::span<const float> rows, Activations x) override;
   void gather_expert_inputs(Activations x, std::span<const int64_t> token_of_row,
                             QuantType gate_type, QuantType up_type, QuantType down_type) override;
   void compute_experts(std::span<const ExpertJob> jobs) override;
+  std::span<const float> expert_outputs(std::span<const ExpertJob> jobs) override;
+  void write_expert_outputs(std::span<const ExpertJob> jobs, std::span<const float> rows) override;
   void mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights, int k,
                    Activations moe_out) override;
   bool routes_in_place() const override { return true; }
@@ -201,7 +204,11 @@ class CudaBackend final : public Backend {
   uint64_t unrecorded_cache_id_ = 0;
   int64_t unrecorded_tokens_ = 0;
   int64_t next_position_slot_ = 0, batch_first_position_slot_ = 0;
-  std::vector<float> weights_out_, row_product_, host_view_, host_floats_;
+  std::vector<float> weights_out_, row_product_, host_view_, host_floats_, expert_rows_;
+  // write_expert_outputs' page-locked copy of its rows, reused once `expert_rows_copied_` says
+  // the copies from it have run; made at its first use.
+  PinnedBuffer expert_rows_staging_;
+  cudaEvent_t expert_rows_copied_ = nullptr;
   double device_wait_ms_ = 0;
 };
 

@@ -81,6 +81,55 @@ void CudaBackend::compute_experts(std::span<const ExpertJob> jobs) {
   run(downs);
 }
 
+std::span<const float> CudaBackend::expert_outputs(std::span<const ExpertJob> jobs) {
+  const int64_t n_embd = shape_.n_embd;
+  int64_t total = 0;
+  for (const ExpertJob& j : jobs) total += j.n_rows;
+  expert_rows_.assign(size_t(total * n_embd), 0.0f);
+  if (!failure_.ok()) return expert_rows_;
+  const WaitClock clock(device_wait_ms_);  // into pageable memory: the copies have run on return
+  float* to = expert_rows_.data();
+  for (const ExpertJob& j : jobs) {
+    if (!ok(cudaMemcpyAsync(to, scratch_.down_out.as<float>() + j.first_row * n_embd,
+                            size_t(j.n_rows * n_embd) * sizeof(float), cudaMemcpyDeviceToHost,
+                            stream_),
+            "copying expert outputs to the host"))
+      break;
+    to += j.n_rows * n_embd;
+  }
+  return expert_rows_;
+}
+
+void CudaBackend::write_expert_outputs(std::span<const ExpertJob> jobs,
+                                       std::span<const float> rows) {
+  if (!failure_.ok() || jobs.empty()) return;
+  if (expert_rows_copied_) {
+    const WaitClock clock(device_wait_ms_);
+    if (!ok(cudaEventSynchronize(expert_rows_copied_), "copying expert outputs to the device"))
+      return;
+  } else if (!ok(cudaEventCreateWithFlags(&expert_rows_copied_, cudaEventDisableTiming),
+                 "copying expert outputs to the device")) {
+    return;
+  }
+  if (expert_rows_staging_.bytes() < rows.size_bytes()) {
+    Result<PinnedBuffer> staging = PinnedBuffer::allocate(rows.size_bytes(), "expert outputs");
+    if (!ok(staging.status())) return;
+    expert_rows_staging_ = std::move(staging).value();
+  }
+  std::memcpy(expert_rows_staging_.data(), rows.data(), rows.size_bytes());
+  const int64_t n_embd = shape_.n_embd;
+  const float* from = expert_rows_staging_.as<float>();
+  for (const ExpertJob& j : jobs) {
+    if (!ok(cudaMemcpyAsync(scratch_.down_out.as<float>() + j.first_row * n_embd, from,
+                            size_t(j.n_rows * n_embd) * sizeof(float), cudaMemcpyHostToDevice,
+                            stream_),
+            "copying expert outputs to the device"))
+      return;
+    from += j.n_rows * n_embd;
+  }
+  ok(cudaEventRecord(expert_rows_copied_, stream_), "copying expert outputs to the device");
+}
+
 void CudaBackend::mix_experts(std::span<const int64_t> row_of_pick, std::span<const float> weights,
                               int k, Activations moe_out) {
   if (!failure_.ok()) return;

@@ -112,11 +112,13 @@ Status CudaScratch::allocate(const ModelShape& model, int64_t tokens) {
   Allocator allocator;
   visit(model, tokens, allocator);
   STRATA_RETURN_IF_ERROR(allocator.status);
-  // The picks and weights, then the read-ahead's ranking (at most every expert of each row).
+  // The picks and weights, then the read-ahead's ranking (at most every expert of each row) and
+  // the router's input (RouteRequest::input_to_host).
   STRATA_ASSIGN_OR_RETURN(
       route_readback,
-      PinnedBuffer::allocate(size_t(tokens * (2 * model.n_expert_used + model.n_expert) * 4),
-                             "routing results"));
+      PinnedBuffer::allocate(
+          size_t(tokens * (2 * model.n_expert_used + model.n_expert + model.n_embd) * 4),
+          "routing results"));
   const size_t in_place = size_t(tokens_routed_in_place(tokens) * model.n_expert_used);
   STRATA_ASSIGN_OR_RETURN(
       routes_in_place,

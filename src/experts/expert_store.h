@@ -7,7 +7,8 @@
 //      the next layers to pick, best first (read-ahead; a wrong guess costs bandwidth, never
 //      correctness), and how many bytes of new reads it may start. Nearer layers first: their
 //      reads are queued ahead of farther ones';
-//   3. claim_next(layer) until it returns no experts: each call hands out the experts whose
+//   3. claim_on_host(layer) once (experts the host computes from host memory, if any), and
+//      claim_next(layer) until it returns no experts: each call hands out the experts whose
 //      weights are resident now (so they are computed while the rest load), or blocks for the
 //      next one to arrive; release() the ones computed so their slots can be reused;
 //   4. end_layer(layer).
@@ -50,6 +51,13 @@ class ExpertStore {
   // it started.
   virtual uint64_t prefetch(int layer, std::span<const int32_t> predicted, uint64_t max_bytes) = 0;
   virtual Result<std::vector<ClaimedExpert>> claim_next(int layer) = 0;
+  // After begin_layer: the layer's experts left where they lie in host memory for the host's CPU
+  // to compute (an arena in a device's memory, --cpu-experts), their slices there. claim_next
+  // does not hand them out and they are not released; they stay as they were (not resident).
+  virtual std::vector<ClaimedExpert> claim_on_host(int layer) {
+    (void)layer;
+    return {};
+  }
   virtual void release(int layer, std::span<const ClaimedExpert> experts) = 0;
   virtual void end_layer(int layer) = 0;
   // After end_layer: the next-token predictor's estimates that each expert of the layer is used

@@ -35,6 +35,12 @@ Result<std::unique_ptr<StreamingExpertStore>> StreamingExpertStore::create(
   store->n_expert_used_ = n_expert_used;
   store->reads_in_compute_order_ = options.reads_in_compute_order;
   store->add_tier_counters_ = options.add_tier_counters;
+  store->misses_on_host_ = options.misses_on_host;
+  if (store->misses_on_host_.enabled())
+    for (const LayerExpertLayout& l : store->layout_.layers)
+      if (l.gate.resident.empty() || l.up.resident.empty() || l.down.resident.empty())
+        return Status::error(
+            "misses computed on the host need every expert in host memory (the host tier)");
   store->reader_ = std::move(reader);
   return store;
 }
@@ -208,13 +214,34 @@ void StreamingExpertStore::begin_layer(int layer, std::span<const int32_t> exper
     settle_slot(c, index);
   }
   speculations_[size_t(layer)].clear();
+  if (!prefill && misses_on_host_.enabled()) leave_misses_on_host(layer);
   assign_waiting_needs();
+}
+
+void StreamingExpertStore::leave_misses_on_host(int layer) {
+  const int c = arena_->class_of_layer(layer);
+  const uint64_t unit_bytes = layout_.layers[size_t(layer)].unit_bytes();
+  int misses = 0;
+  uint64_t copying = 0;
+  for (const Need& need : needs_) {
+    if (need.slot < 0)
+      ++misses;
+    else if (slot(c, need.slot).reading)
+      copying += unit_bytes;
+  }
+  int on_host = misses_on_host_.count(misses, unit_bytes, copying);
+  for (auto need = needs_.rbegin(); need != needs_.rend() && on_host > 0; ++need) {
+    if (need->slot >= 0) continue;
+    need->on_host = need->claimed = true;
+    ++stats_.misses_on_host;
+    --on_host;
+  }
 }
 
 void StreamingExpertStore::assign_waiting_needs() {
   const int c = arena_->class_of_layer(current_layer_);
   for (Need& need : needs_) {
-    if (need.slot >= 0) continue;
+    if (need.slot >= 0 || need.on_host) continue;
     const int index = take_slot(c, /*for_prefetch=*/false);
     if (index < 0) return;  // every slot pinned: waits for release()
     const int32_t unit = unit_id(current_layer_, need.expert);
@@ -272,7 +299,7 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
   // When the layer needs more units than the arena holds, units are claimed strictly in
   // order, so that which ones are evicted for the rest does not depend on I/O timing.
   bool waves = false;
-  for (const Need& need : needs_) waves = waves || need.slot < 0;
+  for (const Need& need : needs_) waves = waves || (need.slot < 0 && !need.on_host);
   // In waves, the first unclaimed need with a slot is next: a need that waits for a slot may
   // come before units that were resident when the layer began and hold theirs.
   std::vector<Need*> ready;
@@ -317,6 +344,18 @@ Result<std::vector<ClaimedExpert>> StreamingExpertStore::claim_next(int layer) {
     s.claimed_since_read = true;
     claimed.push_back({need->expert, unit});
   }
+  return claimed;
+}
+
+std::vector<ClaimedExpert> StreamingExpertStore::claim_on_host(int layer) {
+  STRATA_CHECK_EQ(layer, current_layer_);
+  const LayerExpertLayout& l = layout_.layers[size_t(layer)];
+  std::vector<ClaimedExpert> claimed;
+  for (const Need& need : needs_)
+    if (need.on_host) {
+      const size_t e = size_t(need.expert);
+      claimed.push_back({need.expert, {l.gate.resident[e], l.up.resident[e], l.down.resident[e]}});
+    }
   return claimed;
 }
 

@@ -32,6 +32,7 @@
 #include "experts/expert_arena.h"
 #include "experts/expert_store.h"
 #include "experts/io_engine.h"
+#include "experts/misses_on_host.h"
 #include "experts/replacement_policy.h"
 
 namespace strata {
@@ -47,6 +48,9 @@ struct StreamingStoreOptions {
   bool reads_in_compute_order = false;
   // Adds the counters of the tier the reader serves from (a host arena's) to stats().
   std::function<void(ExpertCounters&)> add_tier_counters;
+  // Decode misses left in host memory for the host's CPU (claim_on_host). REQUIRES, when
+  // enabled: every slice of the layout is resident in host memory (the host tier).
+  MissesOnHost misses_on_host;
 };
 
 class StreamingExpertStore final : public ExpertStore {
@@ -65,6 +69,7 @@ class StreamingExpertStore final : public ExpertStore {
   void begin_layer(int layer, std::span<const int32_t> experts, bool prefill) override;
   uint64_t prefetch(int layer, std::span<const int32_t> predicted, uint64_t max_bytes) override;
   Result<std::vector<ClaimedExpert>> claim_next(int layer) override;
+  std::vector<ClaimedExpert> claim_on_host(int layer) override;
   void release(int layer, std::span<const ClaimedExpert> experts) override;
   void end_layer(int layer) override;
   void expect_next_visit(int layer, std::span<const float> scores) override;
@@ -95,6 +100,7 @@ class StreamingExpertStore final : public ExpertStore {
     int32_t expert;
     int slot = -1;  // -1: waiting for a slot (the layer needs more than the arena holds)
     bool claimed = false;
+    bool on_host = false;  // computed where it lies in host memory: no slot, no copy
   };
 
   StreamingExpertStore() = default;
@@ -113,12 +119,15 @@ class StreamingExpertStore final : public ExpertStore {
   // Collects a finished (or, when `block`, any) read of a slot.
   void collect(int size_class, int index, bool block);
   void assign_waiting_needs();
+  // Marks the last misses_on_host_.count(...) misses of a decode layer's needs on_host.
+  void leave_misses_on_host(int layer);
 
   ExpertLayout layout_;
   std::function<void()> before_blocking_;
   int n_expert_used_ = 0;
   bool reads_in_compute_order_ = false;
   std::function<void(ExpertCounters&)> add_tier_counters_;
+  MissesOnHost misses_on_host_;
   std::shared_ptr<FileReader> reader_;
   std::unique_ptr<IoEngine> engine_;
   std::unique_ptr<ExpertArena> arena_;

@@ -151,13 +151,18 @@ void remember_engine(BenchmarkVariant& v) {
 }
 
 Result<BenchmarkVariant> open_variant(const BenchmarkSetup& setup, const std::string& path,
-                                      const std::string& budget_text, const std::string& device) {
+                                      const std::string& budget_text, const std::string& device,
+                                      const std::string& cpu_experts) {
   BenchmarkVariant v;
   v.budget_text = budget_text;
   v.device = device;
+  v.cpu_experts = cpu_experts;
   v.options = without_plan_notes(setup.options.session);
   v.options.model_path = path;
   v.options.device = device;
+  if (!cpu_experts.empty()) {
+    STRATA_ASSIGN_OR_RETURN(v.options.cpu_experts, parse_cpu_experts(cpu_experts));
+  }
   v.options.n_ctx = setup.n_ctx;
   STRATA_RETURN_IF_ERROR(apply_memory_setting(budget_text, v.options));
   v.runs.resize(setup.options.prompt_lengths.size());
@@ -230,10 +235,12 @@ Result<BenchmarkRun> measure_run(const BenchmarkSetup& setup, ThreadPool& probe_
 std::string progress_line(const BenchmarkSetup& setup, const BenchmarkVariant& v, int rep, size_t p,
                           const BenchmarkRun& run) {
   return fmt::format(
-      "run {}/{} {} {} mem {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s, hits {:.1f} %, "
+      "run {}/{} {} {}{} mem {} prompt {}: prefill {:.1f} tok/s, decode {:.2f} tok/s, hits {:.1f} "
+      "%, "
       "{:.1f} MB read/token, disk busy {:.0f} % (disk {:.0f} MB/s, its unit reads {:.0f} MB/s, "
       "memory {:.1f} GB/s)",
-      rep + 1, setup.options.repetitions, v.options.model_path, v.device, v.budget_text,
+      rep + 1, setup.options.repetitions, v.options.model_path, v.device,
+      v.cpu_experts.empty() ? "" : " cpu-experts " + v.cpu_experts, v.budget_text,
       setup.options.prompt_lengths[p], run.prefill_tokens_per_s, run.decode_tokens_per_s,
       100 * run.decode.hit_rate(), run.per_token(double(run.decode.bytes_read)) / 1e6,
       100 * run.disk_busy_share(), run.disk_bandwidth / 1e6, run.unit_disk_bandwidth / 1e6,
@@ -261,12 +268,16 @@ Result<std::vector<BenchmarkVariant>> open_variants(const BenchmarkSetup& setup)
   const std::vector<std::string> devices = setup.options.devices.empty()
                                                ? std::vector{setup.options.session.device}
                                                : setup.options.devices;
+  const std::vector<std::string> cpu_experts =
+      setup.options.cpu_experts.empty() ? std::vector<std::string>{""} : setup.options.cpu_experts;
   for (const std::string& path : setup.options.model_paths)
     for (const std::string& budget_text : setup.options.memory_budgets)
-      for (const std::string& device : devices) {
-        STRATA_ASSIGN_OR_RETURN(BenchmarkVariant v, open_variant(setup, path, budget_text, device));
-        variants.push_back(std::move(v));
-      }
+      for (const std::string& device : devices)
+        for (const std::string& setting : cpu_experts) {
+          STRATA_ASSIGN_OR_RETURN(BenchmarkVariant v,
+                                  open_variant(setup, path, budget_text, device, setting));
+          variants.push_back(std::move(v));
+        }
   return variants;
 }
 

@@ -56,6 +56,7 @@ struct BenchmarkEngineFacts {
 struct BenchmarkVariant {
   std::string budget_text;  // the memory setting as given: "none", "4G", "25%"
   std::string device;       // where it computes, as given: "cpu", "cuda", "auto"
+  std::string cpu_experts;  // --cpu-experts as given; empty when the bench gave none
   SessionOptions options;   // the sessions' options: the model and its memory setting
   std::unique_ptr<Session> session;
   std::optional<BenchmarkEngineFacts> engine;

@@ -26,6 +26,8 @@ nlohmann::json read_pattern_json(const std::optional<ExpertReadPattern>& pattern
 nlohmann::json result_json(const VariantSummary& v, const PromptLengthSummary& s) {
   return {{"model", {{"path", v.model_path}, {"sha256", v.model_sha256}}},
           {"device", v.device},
+          {"cpu_experts",
+           v.cpu_experts.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.cpu_experts)},
           {"backend", v.backend},
           {"memory_budget", v.budget_text},
           {"memory_budget_bytes", v.memory_budget_bytes},
@@ -40,6 +42,7 @@ nlohmann::json result_json(const VariantSummary& v, const PromptLengthSummary& s
           {"decode_bytes_read_per_token", summary_json(s.bytes_read_per_token)},
           {"decode_missed_bytes_per_token", summary_json(s.missed_bytes_per_token)},
           {"decode_host_wait_ms_per_token", summary_json(s.host_wait_ms_per_token)},
+          {"decode_misses_on_host_per_token", summary_json(s.misses_on_host_per_token)},
           {"decode_weight_bytes_per_token", v.decode_weight_bytes_per_token},
           {"decode_kv_cache_bytes_per_token", summary_json(s.kv_cache_bytes_per_token)},
           {"memory_read_gb_s", summary_json(s.memory_gb_s)},
@@ -67,11 +70,16 @@ std::string share_cell(const std::optional<Summary>& share) {
                      100 * share->max);
 }
 
+// "cuda", or "cuda, cpu-experts auto" where the bench compared --cpu-experts settings.
+std::string device_label(const VariantSummary& v) {
+  return v.cpu_experts.empty() ? v.device : v.device + ", cpu-experts " + v.cpu_experts;
+}
+
 std::string markdown_row(const VariantSummary& v, const PromptLengthSummary& s) {
   return fmt::format(
       "| {} | {} | {} | {} | {:.1f} ({:.1f}-{:.1f}) | {:.2f} ({:.2f}-{:.2f}) | {:.1f} % | {:.1f} | "
       "{:.1f} | {:.1f} | {:.0f} % | {:.2f} {} | {} | {} | {} |\n",
-      std::filesystem::path(v.model_path).filename().string(), v.device, v.budget_text,
+      std::filesystem::path(v.model_path).filename().string(), device_label(v), v.budget_text,
       s.prompt_tokens, s.prefill_tokens_per_s.median, s.prefill_tokens_per_s.min,
       s.prefill_tokens_per_s.max, s.decode_tokens_per_s.median, s.decode_tokens_per_s.min,
       s.decode_tokens_per_s.max, 100 * s.hit_rate.median, s.missed_bytes_per_token.median / 1e6,
@@ -110,7 +118,7 @@ std::string benchmark_markdown(const std::vector<VariantSummary>& variants) {
 std::string benchmark_chart_svg(const std::vector<VariantSummary>& variants,
                                 const BenchmarkOptions& options) {
   const bool one_model = options.model_paths.size() == 1;
-  const bool several_devices = options.devices.size() > 1;
+  const bool several_devices = options.devices.size() > 1 || options.cpu_experts.size() > 1;
   auto stem = [](const std::string& path) { return std::filesystem::path(path).stem().string(); };
   BarChart chart{
       .title = (one_model ? stem(options.model_paths[0]) + ": decode" : std::string("Decode")) +
@@ -125,9 +133,9 @@ std::string benchmark_chart_svg(const std::vector<VariantSummary>& variants,
       .series = {{"decode ÷ bound", {}, {}, {}}, {"disk busy", {}, {}, {}}}};
   for (const VariantSummary& v : variants)
     for (const PromptLengthSummary& s : v.prompts) {
-      chart.categories.push_back(
-          fmt::format("{}{}{} / {}", one_model ? "" : stem(v.model_path) + " ",
-                      several_devices ? v.device + " " : "", v.budget_text, s.prompt_tokens));
+      chart.categories.push_back(fmt::format(
+          "{}{}{} / {}", one_model ? "" : stem(v.model_path) + " ",
+          several_devices ? device_label(v) + " " : "", v.budget_text, s.prompt_tokens));
       add_bar(chart.series[0], s.fraction_of_bound);
       add_bar(chart.series[1], s.disk_busy_share);
     }

@@ -56,6 +56,8 @@ void summarize_measures(const std::vector<BenchmarkRun>& runs, PromptLengthSumma
       summarize_runs(runs, [](R r) { return r.per_token(double(r.decode.missed_bytes)); });
   s.host_wait_ms_per_token =
       summarize_runs(runs, [](R r) { return r.per_token(r.decode.host_wait_ms); });
+  s.misses_on_host_per_token =
+      summarize_runs(runs, [](R r) { return r.per_token(double(r.decode.misses_on_host)); });
   s.memory_gb_s = summarize_runs(runs, [](R r) { return r.memory_bandwidth / 1e9; });
   s.disk_mb_s = summarize_runs(runs, [](R r) { return r.disk_bandwidth / 1e6; });
   s.disk_mb_s_before = summarize_runs(runs, [](R r) { return r.disk_before / 1e6; });
@@ -120,6 +122,7 @@ Result<VariantSummary> summarize_variant(const BenchmarkVariant& v,
   STRATA_ASSIGN_OR_RETURN(summary.model_sha256, sha256_model(v.options.model_path));
   summary.budget_text = v.budget_text;
   summary.device = v.device;
+  summary.cpu_experts = v.cpu_experts;
   summary.backend = v.engine->backend;
   summary.memory_budget_bytes = v.options.memory_budget;
   summary.arena_share = v.options.arena_share;

@@ -45,6 +45,7 @@ struct PromptLengthSummary {
   Summary decode_compute_ms_per_token;      // the decode's time less its wait for experts
   Summary decode_device_wait_ms_per_token;  // of the decode's time, waiting for a device's work
   Summary hit_rate, bytes_read_per_token, missed_bytes_per_token, host_wait_ms_per_token;
+  Summary misses_on_host_per_token;  // computed by the host's CPU (--cpu-experts)
   Summary kv_cache_bytes_per_token;
   Summary memory_gb_s, disk_mb_s, disk_mb_s_before, disk_mb_s_after, bus_gb_s;  // the probes
   Summary disk_busy_share, disk_delivered_mb_s, page_cache_share;
@@ -59,8 +60,9 @@ struct PromptLengthSummary {
 
 struct VariantSummary {
   std::string model_path, model_sha256, budget_text;
-  std::string device;   // as given: "cpu", "cuda", "auto"
-  std::string backend;  // what it ran on (Engine::backend_description)
+  std::string device;       // as given: "cpu", "cuda", "auto"
+  std::string cpu_experts;  // as given, or empty
+  std::string backend;      // what it ran on (Engine::backend_description)
   uint64_t memory_budget_bytes = 0;
   double arena_share = 0;
   double decode_weight_bytes_per_token = 0;

@@ -122,7 +122,7 @@ RouteRequest Transformer::route_request(int layer) {
   return request;
 }
 
-void Transformer::route(int layer, const BatchActivations& batch) {
+void Transformer::route(int layer, const BatchActivations& batch, bool prefill) {
   const LayerWeights& w = model_->weights().layers[size_t(layer)];
   if (router_input_observer_)
     router_input_observer_(layer, batch.normed.n_rows, backend_.host_view(batch.normed));
@@ -136,6 +136,8 @@ void Transformer::route(int layer, const BatchActivations& batch) {
     request.lookahead = batch.lookahead;
     request.lookahead_count = ranked;
   }
+  // The experts the host computes read x there.
+  request.input_to_host = host_experts_ && !prefill;
   route_ = backend_.route(w.router, batch.normed, request);
   routed(layer, batch.normed.n_rows);
 }
@@ -296,41 +298,61 @@ Status Transformer::moe_block(int layer, BatchActivations& batch, bool prefill) 
 
 Status Transformer::routed_experts(int layer, BatchActivations& batch, bool prefill) {
   const LayerExpertLayout& layout = experts_.layout().layers[size_t(layer)];
-  route(layer, batch);
+  route(layer, batch, prefill);
   const std::span<const float> next_visit =
       next_expert_predictor_ ? predict_next_visit(layer, batch) : std::span<const float>();
   experts_.begin_layer(layer, used_, prefill);
   predict_next_layers(layer, batch);
   backend_.gather_expert_inputs(batch.normed, token_of_row_, layout.gate.type, layout.up.type,
                                 layout.down.type);
-  STRATA_RETURN_IF_ERROR(compute_routed_experts(layer, layout));
+  const bool on_host = start_host_experts(layer, layout, batch.normed.n_rows);
+  const Status computed = compute_routed_experts(layer, layout);
+  // Joined even after a failed claim: the host's thread reads this layer's bookkeeping.
+  if (on_host) backend_.write_expert_outputs(host_jobs_, host_experts_->finish());
+  STRATA_RETURN_IF_ERROR(computed);
   experts_.end_layer(layer);
   if (next_expert_predictor_) experts_.expect_next_visit(layer, next_visit);
   backend_.mix_experts(row_of_pick_, route_.weights, int(config_.n_expert_used), batch.moe_out);
   return Status();
 }
 
-Status Transformer::compute_routed_experts(int layer, const LayerExpertLayout& layout) {
+void Transformer::expert_jobs(std::span<const ClaimedExpert> claimed,
+                              const LayerExpertLayout& layout, std::vector<ExpertJob>& jobs) const {
   const int64_t n_embd = config_.n_embd, n_ff = config_.n_ff_expert;
+  jobs.clear();
+  for (const ClaimedExpert& c : claimed) {
+    auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in,
+                     int64_t n_out) {
+      const bool rearrange =
+          c.unit.fresh_from_file && (t.grouped_after_read() || t.ungrouped_after_read());
+      return Matrix{t.type, bytes, n_in, n_out, t.grouped_rows, rearrange};
+    };
+    const size_t e = size_t(c.expert);
+    jobs.push_back(
+        {slice(layout.gate, c.unit.gate, n_embd, n_ff), slice(layout.up, c.unit.up, n_embd, n_ff),
+         slice(layout.down, c.unit.down, n_ff, n_embd), expert_offsets_[e], expert_rows_[e]});
+  }
+}
+
+bool Transformer::start_host_experts(int layer, const LayerExpertLayout& layout, int64_t n_tokens) {
+  if (!host_experts_) return false;
+  const std::vector<ClaimedExpert> claimed = experts_.claim_on_host(layer);
+  if (claimed.empty()) return false;
+  STRATA_CHECK(!route_.input.empty());  // the store leaves experts on the host in decode only
+  expert_jobs(claimed, layout, host_jobs_);
+  host_experts_->start(route_.input, n_tokens, token_of_row_, layout.gate.type, layout.up.type,
+                       layout.down.type, host_jobs_);
+  return true;
+}
+
+Status Transformer::compute_routed_experts(int layer, const LayerExpertLayout& layout) {
   // Experts whose weights are here are computed while the others load; the grouping into
   // batches follows I/O timing but every expert's output lands in its own rows, so the result
   // does not depend on it.
   for (;;) {
     STRATA_ASSIGN_OR_RETURN(const std::vector<ClaimedExpert> claimed, experts_.claim_next(layer));
     if (claimed.empty()) return Status();
-    jobs_.clear();
-    for (const ClaimedExpert& c : claimed) {
-      auto slice = [&](const ExpertTensorLayout& t, const uint8_t* bytes, int64_t n_in,
-                       int64_t n_out) {
-        const bool rearrange =
-            c.unit.fresh_from_file && (t.grouped_after_read() || t.ungrouped_after_read());
-        return Matrix{t.type, bytes, n_in, n_out, t.grouped_rows, rearrange};
-      };
-      const size_t e = size_t(c.expert);
-      jobs_.push_back(
-          {slice(layout.gate, c.unit.gate, n_embd, n_ff), slice(layout.up, c.unit.up, n_embd, n_ff),
-           slice(layout.down, c.unit.down, n_ff, n_embd), expert_offsets_[e], expert_rows_[e]});
-    }
+    expert_jobs(claimed, layout, jobs_);
     backend_.compute_experts(jobs_);
     experts_.release(layer, claimed);
   }

@@ -20,11 +20,13 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "backend/backend.h"
 #include "experts/expert_store.h"
+#include "model/host_experts.h"
 #include "model/model.h"
 #include "model/next_expert_predictor.h"
 
@@ -98,6 +100,9 @@ class Transformer {
     router_input_observer_ = std::move(observer);
   }
   void set_routing(const RoutingOptions& options) { routing_ = options; }
+  // The experts the store leaves in host memory (ExpertStore::claim_on_host) are computed by
+  // `host` while the backend computes the rest.
+  void set_host_experts(std::unique_ptr<HostExperts> host) { host_experts_ = std::move(host); }
   const Model& model() const { return *model_; }
   // Frees the batch-sized scratch (after a long prompt).
   void release_scratch();
@@ -115,7 +120,7 @@ class Transformer {
   Status routed_experts(int layer, BatchActivations& batch, bool prefill);
   RouteRequest route_request(int layer);
   // Routes the batch's normed rows: route_, and the rows grouped by expert.
-  void route(int layer, const BatchActivations& batch);
+  void route(int layer, const BatchActivations& batch, bool prefill);
   // route_ is the layer's: its observer, and the rows grouped by expert.
   void routed(int layer, int64_t n_tokens);
   // Whether a batch of n_tokens has its experts routed and computed by the backend alone
@@ -137,6 +142,11 @@ class Transformer {
   // last token.
   std::span<const float> predict_next_visit(int layer, const BatchActivations& batch);
   Status compute_routed_experts(int layer, const LayerExpertLayout& layout);
+  // The products of the units `claimed` holds for layer's rows, as ExpertJobs.
+  void expert_jobs(std::span<const ClaimedExpert> claimed, const LayerExpertLayout& layout,
+                   std::vector<ExpertJob>& jobs) const;
+  // Starts the host's share of the layer's experts, if the store left it any: true if it did.
+  bool start_host_experts(int layer, const LayerExpertLayout& layout, int64_t n_tokens);
 
   std::shared_ptr<const Model> model_;
   const ModelConfig& config_;
@@ -158,7 +168,8 @@ class Transformer {
   std::vector<int32_t> used_;                          // experts with rows, ascending
   std::vector<int> prediction_best_rank_;              // [n_expert]
   std::vector<int32_t> predicted_;
-  std::vector<ExpertJob> jobs_;
+  std::vector<ExpertJob> jobs_, host_jobs_;
+  std::unique_ptr<HostExperts> host_experts_;
   std::vector<std::vector<ExpertMatrices>> resident_experts_;  // [n_layer][n_expert], on first use
   std::vector<int> layers_routed_in_place_;                    // this forward pass's
 };

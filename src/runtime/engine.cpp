@@ -103,6 +103,11 @@ void note_what_does_not_apply(const Engine::Impl& engine, const SessionOptions& 
         "note: a context of {} tokens is longer than the {} the model was trained on; past that "
         "its output may degrade",
         options.n_ctx, config.n_ctx_train));
+  if (options.cpu_experts != 0 &&
+      !(streams_experts(options) && engine.backend->computes_from_own_memory()))
+    engine.note(
+        "note: --cpu-experts only matters for an expert arena in a device's memory (--device "
+        "cuda with --gpu-mem or --arena)");
   if (streams_experts(options)) return;
   if (!requested.cache_policy.empty())
     engine.note("note: --cache-policy only matters when experts stream (--mem or --arena)");
@@ -117,6 +122,8 @@ Status start_transformer(Engine::Impl& engine) {
   engine.loaded.experts->set_before_blocking([backend = engine.backend.get()] { backend->idle(); });
   engine.transformer =
       std::make_unique<Transformer>(engine.loaded.model, *engine.loaded.experts, *engine.backend);
+  if (engine.loaded.host_experts)
+    engine.transformer->set_host_experts(std::move(engine.loaded.host_experts));
   const bool streaming = streams_experts(options);
   if (!options.next_expert_predictor_path.empty()) {
     // Checked even when every expert is resident, so a wrong file is said at once.

@@ -13,6 +13,7 @@ ExpertCounters distinct_counters(uint64_t scale) {
           .readahead_hits = 2 * scale,
           .late_readaheads = 4 * scale,
           .misses = 8 * scale,
+          .misses_on_host = 1024 * scale,
           .readaheads_issued = 16 * scale,
           .readaheads_wasted = 32 * scale,
           .bytes_read = 64 * scale,
@@ -46,7 +47,8 @@ TEST(ExpertCounters, JsonNamesEveryCounterAsTheRecordsDo) {
     "hits": 1000, "readahead_hits": 2000, "late_readaheads": 4000, "misses": 8000,
     "readaheads_issued": 16000, "readaheads_wasted": 32000, "bytes_read": 64000,
     "missed_bytes": 128000, "host_arena_hits": 256000, "host_arena_misses": 512000,
-    "host_wait_ms": 500.0, "disk_active_ms": 250.0, "hit_rate": 0.2})");
+    "misses_on_host": 1024000, "host_wait_ms": 500.0, "disk_active_ms": 250.0,
+    "hit_rate": 0.2})");
   const nlohmann::json written = expert_counters_json(kDuring);
   EXPECT_EQ(written, expected) << written.dump();
   EXPECT_TRUE(written["hits"].is_number_unsigned());

@@ -19,6 +19,7 @@
 #include "model/place_weights.h"
 #include "model/tensor_data.h"
 #include "runtime/byte_size.h"
+#include "runtime/cpu_experts.h"
 #include "runtime/device_memory_plan.h"
 #include "runtime/expert_usage.h"
 #include "runtime/memory_plan.h"
@@ -291,8 +292,9 @@ Result<std::unique_ptr<StreamingExpertStore>> make_device_store(
     const SessionOptions& options, Backend& backend, const LoadedSession& session,
     uint64_t arena_bytes, std::shared_ptr<FileReader> tier,
     const std::function<Status(ExpertSlotMemory&)>& attach,
-    std::function<void(ExpertCounters&)> add_tier_counters = {}) {
+    std::function<void(ExpertCounters&)> add_tier_counters = {}, MissesOnHost misses_on_host = {}) {
   StreamingStoreOptions store_options;
+  store_options.misses_on_host = misses_on_host;
   store_options.add_tier_counters = std::move(add_tier_counters);
   store_options.arena_bytes = arena_bytes;
   store_options.policy = options.cache_policy;
@@ -344,14 +346,21 @@ Status load_host_tier(const SessionOptions& options, Backend& backend,
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostTierReader> tier,
                           HostTierReader::create(experts, file->name(), file->file_size()));
   STRATA_RETURN_IF_ERROR(place_weights(*session.model, backend, PlacedExperts::kNone));
-  bool pinned = false;
   STRATA_ASSIGN_OR_RETURN(
-      auto store,
-      make_device_store(options, backend, session, arena_bytes, tier, [&](ExpertSlotMemory& m) {
-        tier->write_into(m);
-        pinned = m.pin_source(tier->first_byte(), tier->span_bytes());
-        return Status();
-      }));
+      CpuExperts cpu_experts,
+      plan_cpu_experts(options, backend, *session.model,
+                       [&](std::string_view line) { note(options, NoteKind::kWarning, line); }));
+  bool pinned = false;
+  STRATA_ASSIGN_OR_RETURN(auto store, make_device_store(
+                                          options, backend, session, arena_bytes, tier,
+                                          [&](ExpertSlotMemory& m) {
+                                            tier->write_into(m);
+                                            pinned = m.pin_source(tier->first_byte(),
+                                                                  tier->span_bytes());
+                                            return Status();
+                                          },
+                                          {}, cpu_experts.rule));
+  session.host_experts = std::move(cpu_experts.host);
   if (!pinned)
     note(options, NoteKind::kWarning,
          "note: the host tier could not be page-locked: expert copies to the device run from "
@@ -403,6 +412,10 @@ Status load_disk_tier(const SessionOptions& options, Backend& backend,
   STRATA_ASSIGN_OR_RETURN(const uint64_t arena_bytes,
                           device_arena_bytes(options, backend, file, session));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<FileReader> reader, open_file_reader(file->parts()));
+  if (options.cpu_experts != 0)
+    note(options, NoteKind::kWarning,
+         "note: --cpu-experts needs every expert in host memory: off under --mem, where they "
+         "are read from the file");
   uint64_t host_arena_bytes = 0;
   {
     STRATA_ASSIGN_OR_RETURN(auto described, Model::describe(file));

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "experts/expert_store.h"
+#include "model/host_experts.h"
 #include "model/model.h"
 #include "runtime/tokenizer.h"
 
@@ -24,6 +25,8 @@ struct LoadedSession {
   std::string memory_plan;                        // empty without a budget
   std::string store;                              // how experts are kept, for describe()
   std::optional<ExpertReadPattern> read_pattern;  // when experts stream
+  // The experts a device's arena leaves to the host's CPU (--cpu-experts), for the transformer.
+  std::unique_ptr<HostExperts> host_experts;
 };
 
 // REQUIRES: options.n_threads and options.n_ctx resolved (> 0). `backend` is the one the

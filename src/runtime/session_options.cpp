@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "runtime/byte_size.h"
 #include "runtime/memory_plan.h"
 
@@ -18,6 +20,16 @@ SessionOptions without_plan_notes(SessionOptions options) {
 
 bool streams_experts(const SessionOptions& options) {
   return options.memory_budget > 0 || options.arena_share > 0 || options.gpu_memory_budget > 0;
+}
+
+Result<int> parse_cpu_experts(std::string_view text) {
+  if (text == "auto") return SessionOptions::kCpuExpertsAuto;
+  if (text == "off") return 0;
+  int count = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc() || end != text.data() + text.size() || count < 1)
+    return Status::errorf("--cpu-experts {}: expected auto, off or a count of 1 or more", text);
+  return count;
 }
 
 Result<uint64_t> parse_readahead_budget(std::string_view text) {

@@ -40,6 +40,17 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->default_str("auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   command->add_option("--gpu", options->session.gpu, "CUDA device index")->check(at_least(0));
+  command
+      ->add_option("--cpu-experts", options->cpu_experts,
+                   "misses of a device's arena the CPU computes from host memory, each a "
+                   "variant: auto, off or at most N a decode layer")
+      ->default_str("off")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            const Result<int> count = parse_cpu_experts(text);
+            return count.ok() ? std::string() : count.status().message();
+          },
+          "auto|off|N"));
   command->add_option("--prompt-file", options->prompt_file, "prompt text")
       ->default_str("a built-in one");
   command->add_option("-o,--out", *out, "write the JSON record here");

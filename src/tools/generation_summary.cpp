@@ -49,9 +49,12 @@ void print_generation_summary(const Session& session, int64_t prompt_tokens,
       fmt::format(
           "experts: {:.1f} % served from the arena ({} hits: resident when their layer began; {} "
           "read-ahead hits: prefetched in time; {} late: prefetched but still loading; {} "
-          "misses: read on demand) | {:.1f} MiB read, waiting {:.1f} ms, computing {:.1f} ms, "
+          "misses: read on demand{}) | {:.1f} MiB read, waiting {:.1f} ms, computing {:.1f} ms, "
           "disk busy {:.0f} % | peak RSS {:.1f} MiB{}",
           100 * e.hit_rate(), e.hits, e.readahead_hits, e.late_readaheads, e.misses,
+          e.misses_on_host > 0
+              ? fmt::format(", {} of them computed by the CPU from host memory", e.misses_on_host)
+              : std::string(),
           double(e.bytes_read) / kMiB, e.host_wait_ms, run_ms - e.host_wait_ms,
           run_ms > 0 ? 100 * e.disk_active_ms / run_ms : 0.0,
           double(Engine::peak_rss_bytes()) / kMiB, device_text(session.engine(), stats))

@@ -99,6 +99,22 @@ inline void add_device_flags(CLI::App* command, SessionOptions& options) {
                                  : std::string();
           },
           "SIZE"));
+  command
+      ->add_option_function<std::string>(
+          "--cpu-experts",
+          [&options](const std::string& text) {
+            options.cpu_experts = parse_cpu_experts(text).value();
+          },
+          "experts missing from a device's arena computed by the CPU from host memory instead "
+          "of copied: auto (as many as finish sooner by the bus's and the CPU's measured "
+          "rates), off, or at most N a decode layer")
+      ->default_str("off")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            const Result<int> count = parse_cpu_experts(text);
+            return count.ok() ? std::string() : count.status().message();
+          },
+          "auto|off|N"));
 }
 
 inline void add_session_flags(CLI::App* command, SessionFlags& flags) {
