@@ -35,6 +35,8 @@ NextUsePolicy::NextUsePolicy(int n_layer, int n_expert, Signal signal)
   n_frequency_ =
       2 + int(std::floor(kFrequencySteps * std::log2(double(n_expert)) + kBoundarySlack));
   units_.resize(size_t(n_layer) * size_t(n_expert));
+  for (size_t unit = 0; unit < units_.size(); ++unit)
+    units_[unit].layer = int32_t(unit / size_t(n_expert));
   layers_.resize(size_t(n_layer));
   uses_.assign(size_t(kGapBuckets * n_frequency_), 0.0);
   samples_.assign(uses_.size(), 0.0);
@@ -56,7 +58,7 @@ NextUsePolicy::Unit& NextUsePolicy::unit_at(uint32_t unit) {
 
 int NextUsePolicy::cell(uint32_t unit, int64_t visit) const {
   const Unit& u = units_[unit];
-  const Layer& layer = layers_[unit / uint32_t(n_expert_)];
+  const Layer& layer = layers_[size_t(u.layer)];
   const int gap = u.last_use < 0 ? kNeverUsed : gap_bucket(visit - u.last_use);
   int frequency = 0;
   if (layer.visit_mass > 0 && u.weight > 0) {
@@ -70,7 +72,7 @@ int NextUsePolicy::cell(uint32_t unit, int64_t visit) const {
 
 int NextUsePolicy::next_visit_cell(uint32_t unit) const {
   const Unit& u = units_[unit];
-  const int64_t visits = layers_[unit / uint32_t(n_expert_)].visits;
+  const int64_t visits = layers_[size_t(u.layer)].visits;
   if (u.cell_visit != visits) {
     u.cell = cell(unit, visits + 1);
     u.cell_visit = visits;
@@ -93,16 +95,16 @@ double NextUsePolicy::probability(int bucket, int cell) const {
 }
 
 int NextUsePolicy::next_visit_bucket(uint32_t unit) const {
-  const int layer = int(unit / uint32_t(n_expert_));
+  const int layer = units_[unit].layer;
   // The ranks come from the layer's latest visit: while it runs, they are not yet about the
   // next one.
   const bool ranked = successors_ && !(counting_ && layer == current_layer_);
-  return ranked ? successors_->bucket(layer, int(unit) % n_expert_) : -1;
+  return ranked ? successors_->bucket(layer, int(unit) - layer * n_expert_) : -1;
 }
 
 std::span<const float> NextUsePolicy::predictions_for(uint32_t unit) const {
   if (horizon_ == 0) return {};
-  const int layer = int(unit / uint32_t(n_expert_));
+  const int layer = units_[unit].layer;
   const std::span<const float> estimates(predictions_.data() + size_t(unit) * size_t(horizon_),
                                          size_t(horizon_));
   if ((counting_ && layer == current_layer_) || std::isnan(estimates[0])) return {};
@@ -142,9 +144,28 @@ double NextUsePolicy::next_use_tail(int bucket, int cell) const {
   return tails_[i];
 }
 
+int NextUsePolicy::next_visit_pair(uint32_t unit) const {
+  return (next_visit_bucket(unit) + 1) * int(uses_.size()) + next_visit_cell(unit);
+}
+
+double NextUsePolicy::tail_at(int pair) const {
+  if (tail_generations_[size_t(pair)] == table_generation_) return tails_[size_t(pair)];
+  const int cells = int(uses_.size());
+  return next_use_tail(pair / cells - 1, pair % cells);
+}
+
+void NextUsePolicy::refresh_pairs(int layer) {
+  if (predicted_) return;
+  for (int e = 0; e < n_expert_; ++e) {
+    const uint32_t unit = uint32_t(layer * n_expert_ + e);
+    const int32_t index = units_[unit].resident_index;
+    if (index >= 0) resident_pair_[size_t(index)] = next_visit_pair(unit);
+  }
+}
+
 double NextUsePolicy::expected_next_use(uint32_t unit) const {
   STRATA_CHECK_LT(unit, units_.size());
-  const int layer = int(unit / uint32_t(n_expert_));
+  const int layer = units_[unit].layer;
   const int distance = (layer - current_layer_ + n_layer_ - 1) % n_layer_ + 1;  // 1..n_layer
   if (const auto estimates = predictions_for(unit); !estimates.empty())
     return distance + predicted_tail(estimates, rate(next_visit_cell(unit)));
@@ -177,8 +198,9 @@ void NextUsePolicy::learn_from_visit() {
 
 void NextUsePolicy::on_layer(int layer, bool prefill) {
   STRATA_CHECK(layer >= 0 && layer < n_layer_);
-  forget_candidates();
+  next_uses_current_ = false;
   learn_from_visit();
+  const int previous = current_layer_;
   current_layer_ = layer;
   counting_ = !prefill;
   in_prefill_ = prefill;
@@ -186,15 +208,18 @@ void NextUsePolicy::on_layer(int layer, bool prefill) {
     // The next counted visit does not follow the latest one.
     followed_[size_t(layer)] = 0;
     if (successors_) successors_->invalidate(layer);
-    return;
+  } else {
+    Layer& visiting = layers_[size_t(layer)];
+    for (int e = 0; e < n_expert_; ++e) {
+      visit_cells_[size_t(e)] = cell(uint32_t(layer * n_expert_ + e), visiting.visits + 1);
+      visit_buckets_[size_t(e)] = successors_ ? successors_->bucket(layer, e) : -1;
+    }
+    ++visiting.visits;
+    visiting.visit_mass = visiting.visit_mass * decay_ + 1;
   }
-  Layer& visiting = layers_[size_t(layer)];
-  for (int e = 0; e < n_expert_; ++e) {
-    visit_cells_[size_t(e)] = cell(uint32_t(layer * n_expert_ + e), visiting.visits + 1);
-    visit_buckets_[size_t(e)] = successors_ ? successors_->bucket(layer, e) : -1;
-  }
-  ++visiting.visits;
-  visiting.visit_mass = visiting.visit_mass * decay_ + 1;
+  // Only these two layers' units have new ranks, cells or their own visit's exclusion.
+  refresh_pairs(previous);
+  if (layer != previous) refresh_pairs(layer);
 }
 
 void NextUsePolicy::on_next_visit_scores(int layer, std::span<const float> scores) {
@@ -207,7 +232,7 @@ void NextUsePolicy::on_next_visit_scores(int layer, std::span<const float> score
     predictions_.assign(units_.size() * size_t(horizon), std::numeric_limits<float>::quiet_NaN());
   }
   STRATA_CHECK_EQ(horizon, horizon_);
-  forget_candidates();
+  next_uses_current_ = false;
   for (int e = 0; e < n_expert_; ++e)
     for (int s = 0; s < horizon; ++s)
       predictions_[size_t(layer * n_expert_ + e) * size_t(horizon) + size_t(s)] =
@@ -230,6 +255,9 @@ void NextUsePolicy::on_insert(uint32_t unit, bool scan) {
   STRATA_CHECK(u.resident_index < 0);
   u.resident_index = int32_t(resident_.size());
   resident_.push_back(unit);
+  resident_layer_.push_back(u.layer);
+  resident_pair_.push_back(0);
+  resident_next_use_.push_back(0);
   layers_[unit / uint32_t(n_expert_)].held = true;
   u.last_touch = ++tick_;
   if (!scan) count_use(unit);
@@ -248,62 +276,59 @@ void NextUsePolicy::on_remove(uint32_t unit) {
   Unit& u = unit_at(unit);
   STRATA_CHECK(u.resident_index >= 0);
   const uint32_t moved = resident_.back();
-  resident_[size_t(u.resident_index)] = moved;
+  const size_t index = size_t(u.resident_index);
+  resident_[index] = moved;
+  resident_layer_[index] = resident_layer_.back();
+  resident_pair_[index] = resident_pair_.back();
+  resident_next_use_[index] = resident_next_use_.back();
   units_[moved].resident_index = u.resident_index;
   resident_.pop_back();
+  resident_layer_.pop_back();
+  resident_pair_.pop_back();
+  resident_next_use_.pop_back();
   u.resident_index = -1;  // the history stays: it is what helps next time
-  ++u.stamp;
-}
-
-bool NextUsePolicy::ranks_below(const Candidate& a, const Candidate& b) {
-  return a.next_use < b.next_use || (a.next_use == b.next_use && a.last_touch > b.last_touch);
-}
-
-NextUsePolicy::Candidate NextUsePolicy::candidate(uint32_t unit) const {
-  const Unit& u = units_[unit];
-  return {expected_next_use(unit), u.last_touch, unit, u.stamp};
 }
 
 void NextUsePolicy::touched(uint32_t unit) {
-  ++units_[unit].stamp;
-  if (!candidates_built_) return;
-  candidates_.push_back(candidate(unit));
-  std::push_heap(candidates_.begin(), candidates_.end(), ranks_below);
+  const size_t index = size_t(units_[unit].resident_index);
+  if (!predicted_) resident_pair_[index] = next_visit_pair(unit);
+  if (next_uses_current_) resident_next_use_[index] = expected_next_use(unit);
 }
 
-void NextUsePolicy::forget_candidates() {
-  candidates_.clear();
-  held_back_.clear();
-  candidates_built_ = false;
+void NextUsePolicy::compute_next_uses() {
+  next_uses_current_ = true;
+  if (predicted_) {
+    for (size_t i = 0; i < resident_.size(); ++i)
+      resident_next_use_[i] = expected_next_use(resident_[i]);
+    return;
+  }
+  // expected_next_use() from the kept pairs: the same sums, without a unit's own state.
+  distances_.resize(size_t(n_layer_));
+  for (int l = 0; l < n_layer_; ++l)
+    distances_[size_t(l)] = double((l - current_layer_ + n_layer_ - 1) % n_layer_ + 1);
+  for (size_t i = 0; i < resident_.size(); ++i)
+    resident_next_use_[i] = distances_[size_t(resident_layer_[i])] + tail_at(resident_pair_[i]);
 }
 
 std::optional<uint32_t> NextUsePolicy::victim(const std::function<bool(uint32_t)>& evictable) {
-  if (!candidates_built_) {
-    for (uint32_t unit : resident_) candidates_.push_back(candidate(unit));
-    std::make_heap(candidates_.begin(), candidates_.end(), ranks_below);
-    candidates_built_ = true;
+  if (!next_uses_current_) compute_next_uses();
+  // The largest E, then the least recent touch; `evictable` is asked only of a unit that
+  // would take the lead.
+  int best = -1;
+  double best_next_use = 0;
+  uint64_t best_touch = 0;
+  for (size_t i = 0; i < resident_.size(); ++i) {
+    const double next_use = resident_next_use_[i];
+    if (best >= 0 && next_use < best_next_use) continue;
+    const uint32_t unit = resident_[i];
+    const uint64_t touch = units_[unit].last_touch;
+    if (best >= 0 && next_use == best_next_use && touch > best_touch) continue;
+    if (!evictable(unit)) continue;
+    best = int(i);
+    best_next_use = next_use;
+    best_touch = touch;
   }
-  auto current = [&](const Candidate& c) {
-    const Unit& u = units_[c.unit];
-    return u.resident_index >= 0 && u.stamp == c.stamp;
-  };
-  // The best of the units that could not be evicted before (the layer's pinned ones, mostly),
-  // then the heap's first that can: nothing below it ranks higher.
-  std::optional<Candidate> best;
-  std::erase_if(held_back_, [&](const Candidate& c) { return !current(c); });
-  for (const Candidate& c : held_back_)
-    if (evictable(c.unit) && (!best || ranks_below(*best, c))) best = c;
-  while (!candidates_.empty()) {
-    const Candidate top = candidates_.front();
-    if (current(top) && evictable(top.unit)) {
-      if (!best || ranks_below(*best, top)) best = top;
-      break;
-    }
-    if (current(top)) held_back_.push_back(top);
-    std::pop_heap(candidates_.begin(), candidates_.end(), ranks_below);
-    candidates_.pop_back();
-  }
-  return best ? std::optional<uint32_t>(best->unit) : std::nullopt;
+  return best >= 0 ? std::optional<uint32_t>(resident_[size_t(best)]) : std::nullopt;
 }
 
 }  // namespace strata

@@ -85,10 +85,16 @@
 //
 // Cost: on_layer is O(n_expert), with successor ranks O(n_expert * k + n_expert log n_expert).
 // Between two on_layer() calls a unit's E changes only when it is inserted or accessed, so the
-// first victim() after on_layer() computes every resident unit's E into a heap, O(capacity), and
-// later ones pop it, O(log capacity) each, with an entry added for each unit touched since:
-// a device arena fed from host memory evicts a few units per layer, each copied in tens of
-// microseconds, where a scan per eviction took as long (1,536 units at a 30B-A3B arena of 25 %).
+// first victim() after on_layer() computes every resident unit's E into an array beside the
+// resident list, O(capacity), inserts and accesses update their entry, and each victim() scans
+// the array for the largest E, asking `evictable` only of units that would beat the best so
+// far. Without the predictor E is the distance plus a tail that depends only on the unit's
+// (rank bucket, cell) pair, which changes only with the unit's uses and its layer's visits and
+// ranks: each resident unit's pair is kept beside it, refreshed for the units touched and for
+// the two layers whose visit begins or ends, and the tails are computed once a pair and layer.
+// A device arena fed from host memory evicts a few units per layer, each copied in tens of
+// microseconds: on an H200 host a heap of candidates rebuilt at every layer from each unit's
+// own E took a fifth of a 25 % arena's decode (`bench/replacement_policy_bench.cpp`).
 // Thread-compatibility: one thread at a time.
 #pragma once
 
@@ -126,6 +132,7 @@ class NextUsePolicy final : public ReplacementPolicy {
 
  private:
   struct Unit {
+    int32_t layer = 0;  // unit / n_expert, kept: victim() needs it for every resident unit
     double weight = 0;  // decayed uses, as of its layer's visit `weight_visit`
     int64_t weight_visit = 0;
     int64_t last_use = -1;        // its layer's visit count at its last use; -1: never
@@ -136,14 +143,6 @@ class NextUsePolicy final : public ReplacementPolicy {
     // visits. -1: not computed since the unit was last used.
     mutable int64_t cell_visit = -1;
     mutable int cell = 0;
-    uint64_t stamp = 0;  // bumped when it is inserted, accessed or removed
-  };
-  // A resident unit as victim() ranks it, current while the unit's stamp is.
-  struct Candidate {
-    double next_use;
-    uint64_t last_touch;
-    uint32_t unit;
-    uint64_t stamp;
   };
   struct Layer {
     int64_t visits = 0;     // counted visits so far (the current one included)
@@ -174,17 +173,17 @@ class NextUsePolicy final : public ReplacementPolicy {
   // (bucket, cell) pair and the tables, which change once per counted visit: it is kept per pair
   // and recomputed when table_generation_ has moved.
   double next_use_tail(int bucket, int cell) const;
+  // Without the predictor: the unit's (rank bucket + 1, cell) pair as an index of tails_, and
+  // the tail at such an index.
+  int next_visit_pair(uint32_t unit) const;
+  double tail_at(int pair) const;
+  // The pairs of `layer`'s resident units are recomputed (its visit begins or ends).
+  void refresh_pairs(int layer);
   void count_use(uint32_t unit);
   void learn_from_visit();
-  // Heap order: on top, the unit a scan of every resident one would choose (the largest E, then
-  // the least recent touch).
-  static bool ranks_below(const Candidate& a, const Candidate& b);
-  Candidate candidate(uint32_t unit) const;
-  // The unit's E may have changed: its heap entries are stale, and one with its E now joins.
+  // The unit's E may have changed: its entries beside resident_ are recomputed.
   void touched(uint32_t unit);
-  // victim()'s heap is rebuilt at its next call.
-  void forget_candidates();
-
+  void compute_next_uses();
   int n_layer_, n_expert_;
   int n_frequency_;  // frequency buckets
   double decay_;     // per visit
@@ -208,11 +207,12 @@ class NextUsePolicy final : public ReplacementPolicy {
   bool counting_ = false;  // the current visit is counted
   bool in_prefill_ = false;
   uint64_t tick_ = 0;
-  // victim()'s heap since the layer began, largest E on top (ties: least recent touch); empty
-  // and not built until the layer's first victim(). Entries it took off the top while their
-  // units could not be evicted wait in held_back_, which victim() looks through first.
-  std::vector<Candidate> candidates_, held_back_;
-  bool candidates_built_ = false;
+  // Beside resident_: each unit's layer, its pair (without the predictor), and its E, current
+  // while next_uses_current_ is (computed at the first victim() of a layer).
+  std::vector<int32_t> resident_layer_, resident_pair_;
+  std::vector<double> resident_next_use_;
+  std::vector<double> distances_;  // [layer]: as of the current layer
+  bool next_uses_current_ = false;
 };
 
 }  // namespace strata

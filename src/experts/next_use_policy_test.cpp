@@ -106,5 +106,57 @@ TEST(NextUsePolicy, APromptChunkBreaksTheSuccession) {
   EXPECT_NEAR(policy.use_probability(3), 0.5, 0.2);
 }
 
+// victim() keeps each resident unit's E beside it, from pairs refreshed as layers come and go
+// (or from the predictor's estimates): whatever it keeps, its choice must be the largest E of
+// expected_next_use() among the evictable units, the least recently touched among equals.
+TEST(NextUsePolicy, VictimIsTheEvictableUnitWithTheLargestExpectedNextUse) {
+  constexpr int kLayers = 3, kWide = 16, kCapacity = 20;
+  for (const auto signal : {NextUsePolicy::Signal::kHistory, NextUsePolicy::Signal::kSuccessors,
+                            NextUsePolicy::Signal::kPredictor}) {
+    NextUsePolicy policy(kLayers, kWide, signal);
+    std::mt19937 rng(3);
+    std::vector<uint32_t> resident;
+    std::vector<uint64_t> touched(size_t(kLayers * kWide), 0);
+    uint64_t tick = 0;
+    int checked = 0;
+    for (int visit = 0; visit < 600; ++visit) {
+      const int layer = visit % kLayers;
+      const bool prefill = rng() % 10 == 0;
+      policy.on_layer(layer, prefill);
+      for (int pick = 0; pick < 4; ++pick) {
+        const uint32_t unit = uint32_t(layer * kWide + int(rng() % 6 + (rng() % 2) * (rng() % 10)));
+        touched[unit] = ++tick;
+        if (std::find(resident.begin(), resident.end(), unit) != resident.end()) {
+          policy.on_access(unit);
+          continue;
+        }
+        if (resident.size() == size_t(kCapacity)) {
+          auto evictable = [&](uint32_t u) { return u % 3 != uint32_t(visit % 3); };
+          const std::optional<uint32_t> chosen = policy.victim(evictable);
+          std::optional<uint32_t> best;
+          for (uint32_t u : resident) {
+            if (!evictable(u)) continue;
+            const double e = policy.expected_next_use(u),
+                         b = best ? policy.expected_next_use(*best) : 0;
+            if (!best || e > b || (e == b && touched[u] < touched[*best])) best = u;
+          }
+          ASSERT_EQ(chosen, best) << "visit " << visit;
+          ++checked;
+          policy.on_remove(*chosen);
+          resident.erase(std::find(resident.begin(), resident.end(), *chosen));
+        }
+        policy.on_insert(unit, prefill);
+        resident.push_back(unit);
+      }
+      if (signal == NextUsePolicy::Signal::kPredictor && !prefill) {
+        std::vector<float> scores(static_cast<size_t>(kWide));
+        for (float& score : scores) score = float(rng() % 100) / 100.0f;
+        policy.on_next_visit_scores(layer, scores);
+      }
+    }
+    EXPECT_GT(checked, 300);
+  }
+}
+
 }  // namespace
 }  // namespace strata

@@ -53,8 +53,9 @@ void SuccessorRanks::observe(int layer, std::span<const int32_t> used, bool foll
   }
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return score[size_t(a)] > score[size_t(b)]; });
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return score[size_t(a)] > score[size_t(b)] || (score[size_t(a)] == score[size_t(b)] && a < b);
+  });
   int8_t* buckets = buckets_.data() + size_t(layer) * n;
   for (size_t rank = 0; rank < n; ++rank) buckets[order[rank]] = int8_t(rank_bucket(int(rank)));
 }

@@ -8,9 +8,15 @@
 namespace strata {
 
 int32_t argmax(std::span<const float> logits) {
+  // The best value in a register: reading it back through `best` made each step wait for the
+  // last (a vocabulary of 152K took 0.6 ms a token on an H200 host).
   int32_t best = 0;
+  float best_logit = logits[0];
   for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[size_t(best)]) best = int32_t(i);
+    if (logits[i] > best_logit) {
+      best_logit = logits[i];
+      best = int32_t(i);
+    }
   return best;
 }
 
