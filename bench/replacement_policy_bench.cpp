@@ -4,9 +4,9 @@
 // insert into a full arena, the layer's own experts pinned), then 8 read-ahead inserts for the
 // next layer. Experts are drawn from a skewed distribution (expert e with weight 1 / (1 + e/8)
 // under a per-layer permutation), so that some stay hot and most come and go. The Time column is
-// per visit: a token is 48 of them. On an H200 host the successor policy's victim() took about
-// a fifth of a 25 % arena's decode time before it scanned an array of next uses instead of
-// rebuilding a heap at every layer.
+// per visit: a token is 48 of them. The successor policy runs on the compute thread between a
+// layer's routes and its experts' launches, so on a device arena its cost is the device's idle
+// time.
 //
 //   replacement_policy_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>

@@ -17,7 +17,7 @@ mkdir -p /work && ln -sfn "$R" /work/main
 tar xJf .device-carry/bin.tar.xz -C "$R"
 tar xJf .device-carry/lib.tar.xz -C .device-carry
 export LD_LIBRARY_PATH=$R/.device-carry/lib:${LD_LIBRARY_PATH:-}
-W=$OUT
+W=/tmp/res; mkdir -p $W; trap "tar cf $OUT/results.tar -C $W ." EXIT
 S=$R/build/strata
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > $W/gpu.txt 2>&1
 M=/tmp/m30.gguf
