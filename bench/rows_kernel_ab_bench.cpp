@@ -1,11 +1,12 @@
-// Decode's Q4_0 rows kernels side by side with a plain read of the same bytes, interleaved round
-// by round in one process, so that a shared host's drift hits all alike: the AVX2 kernel, the
-// AVX-512 VNNI kernel and the grouped kernel on a grouped copy of the matrix
-// (cpu/kernels/q4_0_groups.h; both where the CPU has VNNI), and a plain AVX2 read of the same bytes
-// with the rows kernels' prefetch (integer adds, so the random bytes cost no float assists). Each
-// round every variant streams the whole matrix once on N threads, in tasks of 64 rows (decode's
-// tasks are ~64 KiB of weights: 56 rows of 2048). Prints each variant's median GB/s of weights
-// and its median ratio to the AVX2 kernel over the rounds.
+// Decode's Q4_0 and Q2_0 rows kernels side by side with a plain read of the same bytes,
+// interleaved round by round in one process, so that a shared host's drift hits all alike: the
+// Q4_0 AVX2 kernel, its AVX-512 VNNI kernel and the grouped kernel on a grouped copy of the matrix
+// (cpu/kernels/q4_0_groups.h; both where the CPU has VNNI), Q2_0's AVX2 and AVX-512 kernels on
+// the same bytes (its blocks are 18 bytes too, of 64 weights: a row holds twice the weights), and
+// a plain AVX2 read with the rows kernels' prefetch (integer adds, so the random bytes cost no
+// float assists). Each round every variant streams the whole matrix once on N threads, in tasks of
+// 64 rows (decode's tasks are ~64 KiB of weights: 56 rows of 2048). Prints each variant's median
+// GB/s of weights and its median ratio to the AVX2 kernel over the rounds.
 //
 //   rows_kernel_ab_bench [ROW_LENGTH=2048] [THREADS=2] [MATRIX_MIB=1024] [ROUNDS=15]
 //
@@ -15,6 +16,7 @@
 #include "base/huge_page_memory.h"
 #include "cpu/kernels/q4_0_groups.h"
 #include "cpu/kernels/simd_kernels.h"
+#include "quant/q2_0.h"
 #include "quant/q4_0.h"
 #include "quant/q8_0.h"
 #include "quant/quant_type.h"
@@ -104,6 +106,7 @@ struct Variant {
   std::string name;
   VecDotRowsFn kernel;  // nullptr: the grouped kernel, or else the plain read
   bool grouped = false;
+  int64_t weights_per_block = 32;  // 64 for Q2_0, whose rows of the same bytes hold twice as many
 };
 
 std::vector<Variant> variants_of_this_cpu() {
@@ -112,12 +115,18 @@ std::vector<Variant> variants_of_this_cpu() {
     variants.push_back({"avx512 rows kernel", vec_dot_rows_q4_0_avx512});
     variants.push_back({"grouped kernel", nullptr, true});
   }
+  static_assert(sizeof(BlockQ2_0) == sizeof(BlockQ4_0));
+  variants.push_back({"q2_0 avx2 kernel", vec_dot_rows_q2_0_avx2, false, kQ2_0BlockSize});
+  if (avx512_vnni())
+    variants.push_back({"q2_0 avx512 kernel", vec_dot_rows_q2_0_avx512, false, kQ2_0BlockSize});
   variants.push_back({"prefetched read", nullptr});
   return variants;
 }
 
 // One thread's share of a pass: its rows in tasks of kRowsPerTask, or the plain read of them.
+// `x` holds activations for rows of Q2_0's weights, twice a Q4_0 row's.
 void stream_rows(const Variant& variant, const Matrix& m, int thread, const uint8_t* x) {
+  const int64_t row_length = m.row_length / 32 * variant.weights_per_block;
   const uint8_t* rows =
       (variant.grouped ? m.grouped : m.plain).get() + size_t(thread) * m.thread_bytes;
   float out[kRowsPerTask];
@@ -130,8 +139,7 @@ void stream_rows(const Variant& variant, const Matrix& m, int thread, const uint
     (void)sink;
   } else {
     for (int64_t r = 0; r + kRowsPerTask <= m.rows_per_thread; r += kRowsPerTask)
-      variant.kernel(m.row_length, rows + size_t(r) * m.row_bytes, m.row_bytes, kRowsPerTask, x,
-                     out);
+      variant.kernel(row_length, rows + size_t(r) * m.row_bytes, m.row_bytes, kRowsPerTask, x, out);
   }
 }
 
@@ -174,7 +182,7 @@ int run(int64_t row_length, int n_threads, size_t matrix_bytes, int rounds) {
     std::fprintf(stderr, "rows_kernel_ab_bench: cannot allocate the matrix\n");
     return 1;
   }
-  const std::vector<uint8_t> x = quantized_activations(row_length, rng);
+  const std::vector<uint8_t> x = quantized_activations(row_length * 2, rng);
   const std::vector<Variant> variants = variants_of_this_cpu();
   const int passes = std::max<int>(1, int((size_t(1) << 30) / (m.thread_bytes * n_threads)));
   std::vector<std::vector<double>> rates(variants.size());
