@@ -24,17 +24,7 @@ nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
 M=/tmp/m30.gguf
 [ -f $M ] || ( time $R/strata-a make-model --preset 30b-a3b --type q4_0 --stats-tokens 0 -o $M ) > $W/make.txt 2>&1
 ls -la $M >> $W/make.txt; pack
-# Peak of nvidia-smi's memory.used over a command, less what was used before it, in MiB.
-with_vram() {
-  local name=$1; shift
-  local base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
-  ( while true; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; sleep 0.2; done ) > $W/$name.vram &
-  local poll=$!
-  "$@"
-  local rc=$?
-  kill $poll; wait $poll 2>/dev/null
-  echo "$name rc=$rc vram_peak_mib=$(( $(sort -n $W/$name.vram | tail -1) - base ))" >> $W/vram.txt
-}
+. "$R/bench/with_vram.sh"
 for n in 0 24 36; do
   with_vram llama-ncmoe$n env LD_LIBRARY_PATH=$LLAMA_LIBS timeout 150 /tmp/llcuda/llama-bench -m $M -ngl 99 --n-cpu-moe $n -p 512 -n 128 -r 3 -o json > $W/llama-ncmoe$n.json 2> $W/llama-ncmoe$n.err
   pack

@@ -29,18 +29,7 @@ make_models() {
   fi
   ls -la /tmp/*.gguf >> $W/make.txt
 }
-# Peak of nvidia-smi's memory.used over a command, less what was used before it, in MiB.
-with_vram() {
-  local name=$1; shift
-  local base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
-  ( while true; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; sleep 0.2; done ) > $W/$name.vram &
-  local poll=$!
-  "$@"
-  local rc=$?
-  kill $poll; wait $poll 2>/dev/null
-  echo "$name rc=$rc vram_peak_mib=$(( $(sort -n $W/$name.vram | tail -1) - base ))" >> $W/vram.txt
-  rm -f $W/$name.vram
-}
+. "$R/bench/with_vram.sh"
 llama() {  # model tag, N
   tar xJf .device-carry/llama.tar.xz -C /tmp 2>/dev/null
   with_vram llama-$1-ncmoe$2 env LD_LIBRARY_PATH=/tmp/llcuda:$LD_LIBRARY_PATH timeout 200 \

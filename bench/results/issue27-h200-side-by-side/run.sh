@@ -23,17 +23,7 @@ M=/tmp/m30-$1.gguf
 if [ "$1" = q4_0 ]; then types="--type q4_0"; else types="--type q6_k --expert-type q4_k"; fi
 [ -f $M ] || ( time $S make-model --preset 30b-a3b $types --stats-tokens 0 -o $M ) > $W/make.txt 2>&1
 ls -la $M >> $W/make.txt
-with_vram() {  # name, command...: nvidia-smi's peak memory.used over the command, less before
-  local name=$1; shift
-  local base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
-  ( while true; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; sleep 0.2; done ) > $W/$name.vram &
-  local poll=$!
-  "$@"
-  local rc=$?
-  kill $poll; wait $poll 2>/dev/null
-  echo "$name rc=$rc vram_peak_mib=$(( $(sort -n $W/$name.vram | tail -1) - base ))" >> $W/vram.txt
-  rm -f $W/$name.vram
-}
+. "$R/bench/with_vram.sh"
 for n in 0 24 36; do
   with_vram llama-ncmoe$n env LD_LIBRARY_PATH=$L:$LD_LIBRARY_PATH timeout 150 \
     $L/llama-bench -m $M -ngl 99 --n-cpu-moe $n -p 512 -n 128 -r 3 -o json \
